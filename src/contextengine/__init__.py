@@ -1,0 +1,78 @@
+"""contextengine: cache-stable requests, recitation, working memory, reversible compression.
+
+The public surface is re-exported here; importing the package has no side effects.
+"""
+
+from contextengine.config import Config
+from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
+from contextengine.context.canonical import canonical_json
+from contextengine.context.mentions import add_mention_reminders, find_mentions
+from contextengine.context.monitor import CacheBreak, PrefixMonitor, PrefixReport
+from contextengine.context.request import Request
+from contextengine.context.scrub import scrub_dynamic, scrub_report
+from contextengine.errors import (
+    ConfigError,
+    ContextEngineError,
+    MissingAPIKeyError,
+    ProviderError,
+    SessionLogError,
+    TrajectoryError,
+    WorkspaceError,
+)
+from contextengine.providers.base import Provider
+from contextengine.providers.scripted import ScriptedProvider
+from contextengine.session.entries import (
+    AssistantEntry,
+    CompactionEntry,
+    ErrorEntry,
+    NoteEntry,
+    ReminderEntry,
+    SummaryEntry,
+    ToolCallRecord,
+    ToolResultEntry,
+    UserEntry,
+)
+from contextengine.session.session import Session
+from contextengine.tools.mask import ToolMask
+from contextengine.tools.spec import ToolSpec
+from contextengine.types import ModelReply, ToolCall, Usage
+
+__all__ = [
+    "AssistantEntry",
+    "CacheBreak",
+    "CompactionEntry",
+    "Config",
+    "ConfigError",
+    "ContextBuilder",
+    "ContextEngineError",
+    "ErrorEntry",
+    "FullObservation",
+    "LiveContext",
+    "MissingAPIKeyError",
+    "ModelReply",
+    "NoteEntry",
+    "PrefixMonitor",
+    "PrefixReport",
+    "Provider",
+    "ProviderError",
+    "ReminderEntry",
+    "Request",
+    "ScriptedProvider",
+    "Session",
+    "SessionLogError",
+    "SummaryEntry",
+    "ToolCall",
+    "ToolCallRecord",
+    "ToolMask",
+    "ToolResultEntry",
+    "ToolSpec",
+    "TrajectoryError",
+    "Usage",
+    "UserEntry",
+    "WorkspaceError",
+    "add_mention_reminders",
+    "canonical_json",
+    "find_mentions",
+    "scrub_dynamic",
+    "scrub_report",
+]

@@ -1,0 +1,162 @@
+"""Settings and feature flags (R10.1): one file, a master switch, one switch per component.
+
+``Config()`` is all defaults. ``Config.load(path)`` reads a TOML or YAML file with flat keys
+and then applies ``CONTEXTENGINE_<FIELD>`` environment overrides. With ``enabled = false``
+every component is off and the engine is a plain chat-history builder.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contextengine.errors import ConfigError
+
+HistoryMode = Literal["compressed", "full", "round_scratchpad"]
+
+ENV_PREFIX = "CONTEXTENGINE_"
+CONFIG_ENV = "CONTEXTENGINE_CONFIG"
+
+COMPONENT_FLAGS: tuple[str, ...] = (
+    "scrub",
+    "code_law",
+    "cache_breakpoints",
+    "diversity",
+    "mentions",
+    "externalize",
+    "recitation",
+    "reminders",
+    "masking",
+    "compaction",
+    "working_memory",
+    "injection",
+)
+
+
+class Config(BaseModel):
+    """Every setting of a session. Unknown keys are errors, never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    context_window: int = Field(200_000, gt=0, description="Model context window in tokens.")
+    compaction_trigger: float = Field(
+        0.8, gt=0, le=1, description="Compact when estimated input >= this share of the window."
+    )
+    keep_rounds: int = Field(10, ge=1, description="Recent rounds compaction always keeps.")
+    history_mode: HistoryMode = Field(
+        "compressed", description="How tool results enter history (see docs/history-modes.md)."
+    )
+    summary_timeout_s: float = Field(120.0, gt=0, description="Compaction summary call timeout.")
+    max_steps: int = Field(100, ge=1, description="Model calls allowed in one round.")
+    root: str | None = Field(
+        None, description="Session root; default <workspace>/.contextengine/sessions."
+    )
+    org: str = "default"
+    team: str = "default"
+
+    enabled: bool = Field(True, description="Master switch; off = plain chat history.")
+    scrub: bool = Field(True, description="Scrub dates, times, UUIDs, session ids from L1.")
+    code_law: bool = Field(True, description="Inject CODE_LAW.md as layer L2.")
+    cache_breakpoints: bool = Field(True, description="Report cache breakpoints to providers.")
+    diversity: bool = Field(True, description="Vary observation templates per entry.")
+    mentions: bool = Field(True, description="Add read reminders for @file mentions.")
+    externalize: bool = Field(True, description="Write large observations to artifacts.")
+    recitation: bool = Field(True, description="End every request with the task status.")
+    reminders: bool = Field(True, description="Plan recitation, 2-action and 3-strike reminders.")
+    masking: bool = Field(True, description="Enforce tool masks at decode time.")
+    compaction: bool = Field(True, description="Summarize old rounds near the window limit.")
+    working_memory: bool = Field(True, description="Keep task_plan / findings / progress files.")
+    injection: bool = Field(True, description="Run context injectors once per user turn.")
+
+    def flag(self, name: str) -> bool:
+        """Whether component ``name`` is on (its own switch and the master switch)."""
+        if name not in COMPONENT_FLAGS:
+            raise KeyError(f"unknown component flag {name!r}")
+        return self.enabled and bool(getattr(self, name))
+
+    @property
+    def effective_history_mode(self) -> HistoryMode:
+        """The history mode in force: ``full`` when the master switch is off."""
+        return self.history_mode if self.enabled else "full"
+
+    def with_flags(self, **changes: Any) -> Config:
+        """A copy with some settings changed (validated like a file would be)."""
+        return _validate({**self.model_dump(), **changes}, source="with_flags")
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+    ) -> Config:
+        """Read a TOML/YAML file (or none), then apply ``CONTEXTENGINE_*`` env overrides."""
+        env = os.environ if env is None else env
+        if path is None and env.get(CONFIG_ENV):
+            path = env[CONFIG_ENV]
+        data: dict[str, Any] = {}
+        source = "environment"
+        if path is not None:
+            data = _read_file(Path(path))
+            source = str(path)
+        data.update(_env_overrides(env))
+        return _validate(data, source=source)
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot read ({exc.strerror})") from exc
+    try:
+        if path.suffix.lower() in {".yaml", ".yml"}:
+            data = yaml.safe_load(text) or {}
+        else:
+            data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        first_line = str(exc).splitlines()[0]
+        raise ConfigError(
+            f"config file {path}: not valid {path.suffix or 'TOML'} ({first_line})"
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: expected a table of settings at the top level")
+    return data
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    known = set(Config.model_fields)
+    out: dict[str, Any] = {}
+    for key, value in env.items():
+        if not key.startswith(ENV_PREFIX) or key == CONFIG_ENV:
+            continue
+        name = key[len(ENV_PREFIX) :].lower()
+        if name not in known:
+            raise ConfigError(f"environment variable {key}: unknown setting {name!r}")
+        out[name] = _parse_env_value(key, value, Config.model_fields[name].annotation)
+    return out
+
+
+def _parse_env_value(key: str, value: str, annotation: Any) -> Any:
+    if annotation is bool:
+        lowered = value.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+        raise ConfigError(f"environment variable {key}: expected a boolean, got {value!r}")
+    return value
+
+
+def _validate(data: dict[str, Any], source: str) -> Config:
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            known = ", ".join(sorted(Config.model_fields))
+            raise ConfigError(f"{source}: unknown setting {where!r} (known: {known})") from None
+        raise ConfigError(f"{source}: setting {where!r}: {err['msg']}") from None

@@ -1,0 +1,258 @@
+"""Record -> request: the layered, cache-stable request builder (R1.1, R1.4, R7.1).
+
+Order: L1 (scrubbed system prompt; tools, canonical and sorted) -> L2 (``CODE_LAW.md``,
+re-read every build, never stored) -> L3 (each entry's frozen rendering) -> live
+observations (never stored) -> task-status tail (never stored) -> side-call instruction.
+
+A build costs what was appended since the previous build: rendered history is cached per
+session epoch and extended, never recomputed.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contextengine.config import Config
+from contextengine.context.canonical import canonical_json, canonical_obj
+from contextengine.context.code_law import CodeLawReader
+from contextengine.context.render import Message, render_tool_result
+from contextengine.context.request import Purpose, Request, Segments
+from contextengine.context.scrub import ScrubFinding, scrub_report
+from contextengine.session.entries import ToolResultEntry
+from contextengine.session.log import LogRecord
+from contextengine.session.session import Session
+from contextengine.tools.mask import ToolMask
+from contextengine.tools.spec import ToolSpec
+
+
+@dataclass(frozen=True)
+class FullObservation:
+    """The full text of one tool result, shown to the model while it is the newest."""
+
+    tool: str
+    call_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class LiveContext:
+    """What a request shows beyond the record, and never stores.
+
+    ``full_observations`` maps a tool-result entry index to the full observation the
+    model should see now. ``round_start`` is the entry index where the current round began
+    (used by ``round_scratchpad`` mode). ``tail`` is the task-status text.
+    """
+
+    full_observations: Mapping[int, FullObservation] = field(default_factory=dict)
+    round_start: int | None = None
+    tail: str | None = None
+
+
+EMPTY_LIVE = LiveContext()
+
+
+class ContextBuilder:
+    """Builds requests for sessions that share one system prompt and tool list."""
+
+    def __init__(
+        self,
+        *,
+        system_prompt: str,
+        tools: Sequence[ToolSpec | Mapping[str, Any]] = (),
+        project_root: Path | None = None,
+        config: Config | None = None,
+    ) -> None:
+        self._config = config or Config()
+        scrubbed = scrub_report(system_prompt) if self._config.flag("scrub") else None
+        self.scrub_findings: tuple[ScrubFinding, ...] = scrubbed.findings if scrubbed else ()
+        specs = sorted((ToolSpec.coerce(t) for t in tools), key=lambda t: t.name)
+        names = [t.name for t in specs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate tool names in {names}")
+        tool_objs = [t.to_openai() for t in specs]
+        if self._config.flag("scrub"):
+            tool_objs, findings = _scrub_tree(tool_objs)
+            self.scrub_findings += findings
+        self._tools: tuple[dict[str, Any], ...] = tuple(tool_objs)
+        self._tools_chunk = canonical_json(list(self._tools))
+        self._system: Message = canonical_obj(  # type: ignore[assignment]
+            {"role": "system", "content": scrubbed.text if scrubbed else system_prompt}
+        )
+        self._system_chunk = canonical_json(self._system)
+        self._code_law = CodeLawReader(project_root if self._config.flag("code_law") else None)
+        self._l2_cache: tuple[str, Message, str] | None = None
+        self._hist: _HistoryCache | None = None
+
+    @property
+    def tools(self) -> tuple[dict[str, Any], ...]:
+        """The session's tools in request form."""
+        return self._tools
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """Tool names in request order."""
+        return tuple(t["function"]["name"] for t in self._tools)
+
+    def build(
+        self,
+        session: Session,
+        live: LiveContext = EMPTY_LIVE,
+        *,
+        purpose: Purpose = "main",
+        mask: ToolMask | None = None,
+        extra: Sequence[Message] = (),
+    ) -> Request:
+        """Build the request for ``session`` now."""
+        hist = self._history(session)
+        mode = self._config.effective_history_mode
+        cut = hist.count
+        live_msgs: list[Message] = []
+        if mode == "round_scratchpad" and live.round_start is not None:
+            cut = hist.position_of(live.round_start)
+            live_msgs = self._scratchpad(session, hist.records_from(cut), live)
+        elif mode == "compressed":
+            live_msgs = [
+                _full_observation_message(live.full_observations[i])
+                for i in sorted(live.full_observations)
+            ]
+        l2 = self._l2()
+        head: list[Message] = [self._system]
+        head_chunks = [self._tools_chunk, self._system_chunk]
+        if l2 is not None:
+            head.append(l2[1])
+            head_chunks.append(l2[2])
+        tail_msgs: list[Message] = []
+        if live.tail:
+            tail_msgs.append(canonical_obj({"role": "user", "content": live.tail}))  # type: ignore[arg-type]
+        extra_msgs = [canonical_obj(m) for m in extra]
+        after = live_msgs + tail_msgs + extra_msgs
+        persisted_chars = sum(len(c) for c in head_chunks) + hist.chars_before(cut)
+        return Request(
+            session_id=session.id,
+            purpose=purpose,
+            _tools=self._tools,
+            _messages=(*head, *hist.messages[:cut], *after),
+            chunks=(*head_chunks, *hist.chunks[:cut], *(canonical_json(m) for m in after)),
+            segments=Segments(
+                1, len(head) - 1, cut, len(live_msgs), len(tail_msgs), len(extra_msgs)
+            ),
+            persisted_chars=persisted_chars,
+            epoch=session.epoch,
+            mask=mask,
+            mark_breakpoints=self._config.flag("cache_breakpoints"),
+        )
+
+    def _history(self, session: Session) -> _HistoryCache:
+        hist = self._hist
+        if hist is None or hist.session_id != session.id or hist.epoch != session.epoch:
+            hist = self._hist = _HistoryCache(session.id, session.epoch)
+        hist.extend(session.live_since(hist.record_count))
+        return hist
+
+    def _l2(self) -> tuple[str, Message, str] | None:
+        found = self._code_law.read()
+        if found is None:
+            return None
+        name, text = found
+        if self._l2_cache is None or self._l2_cache[0] != text:
+            msg: Message = canonical_obj(  # type: ignore[assignment]
+                {
+                    "role": "system",
+                    "content": f'<project-rules file="{name}">\n{text}\n</project-rules>',
+                }
+            )
+            self._l2_cache = (text, msg, canonical_json(msg))
+        return self._l2_cache
+
+    def _scratchpad(
+        self,
+        session: Session,
+        records: Sequence[LogRecord],
+        live: LiveContext,
+    ) -> list[Message]:
+        out: list[Message] = []
+        for record in records:
+            entry = record.entry
+            if isinstance(entry, ToolResultEntry) and record.index in live.full_observations:
+                full = live.full_observations[record.index].text
+                out.append(render_tool_result(entry, record.index, session.id, session.style, full))
+            else:
+                out.extend(record.messages)
+        return out
+
+
+class _HistoryCache:
+    """Rendered history of one session epoch, extended as records are appended."""
+
+    def __init__(self, session_id: str, epoch: int) -> None:
+        self.session_id = session_id
+        self.epoch = epoch
+        self.record_count = 0
+        self.records: list[LogRecord] = []
+        self.messages: list[Message] = []
+        self.chunks: list[str] = []
+        self._ends: list[int] = []  # cumulative chars after each message
+        self._first_message_of: dict[int, int] = {}  # entry index -> message position
+
+    @property
+    def count(self) -> int:
+        return len(self.messages)
+
+    def extend(self, records: Sequence[LogRecord]) -> None:
+        total = self._ends[-1] if self._ends else 0
+        for record in records:
+            self._first_message_of[record.index] = len(self.messages)
+            self.records.append(record)
+            self.messages.extend(record.messages)
+            for chunk in record.chunks:
+                total += len(chunk)
+                self.chunks.append(chunk)
+                self._ends.append(total)
+        self.record_count += len(records)
+
+    def position_of(self, entry_index: int) -> int:
+        """Message position where entry ``entry_index`` (or the first later one) starts."""
+        at = bisect_left(self.records, entry_index, key=lambda r: r.index)
+        if at == len(self.records):
+            return len(self.messages)
+        return self._first_message_of[self.records[at].index]
+
+    def records_from(self, position: int) -> list[LogRecord]:
+        """Records whose messages start at or after message ``position``."""
+        at = bisect_left(self.records, position, key=lambda r: self._first_message_of[r.index])
+        return self.records[at:]
+
+    def chars_before(self, position: int) -> int:
+        return self._ends[position - 1] if position > 0 else 0
+
+
+def _full_observation_message(obs: FullObservation) -> Message:
+    header = f'<full-observation tool="{obs.tool}" call="{obs.call_id}">'
+    return canonical_obj(  # type: ignore[return-value]
+        {"role": "user", "content": f"{header}\n{obs.text}\n</full-observation>"}
+    )
+
+
+def _scrub_tree(value: Any) -> tuple[Any, tuple[ScrubFinding, ...]]:
+    """Scrub every string inside a JSON-like value (never the JSON syntax around it)."""
+    if isinstance(value, str):
+        result = scrub_report(value)
+        return result.text, result.findings
+    if isinstance(value, dict):
+        out, found = {}, ()
+        for k, v in value.items():
+            out[k], f = _scrub_tree(v)
+            found += f
+        return out, found
+    if isinstance(value, list):
+        items, found = [], ()
+        for v in value:
+            item, f = _scrub_tree(v)
+            items.append(item)
+            found += f
+        return items, found
+    return value, ()

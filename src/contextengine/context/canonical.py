@@ -1,0 +1,67 @@
+"""Canonical JSON: the one structure->text step used everywhere (R1.3).
+
+Sorted keys, fixed compact separators, non-ASCII kept. The output depends only on the
+value, never on dict insertion order or ``PYTHONHASHSEED``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+from collections.abc import Mapping, Set
+from typing import Any
+
+from pydantic import BaseModel
+
+JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+
+
+def canonical_obj(obj: Any) -> JSONValue:
+    """Return ``obj`` as plain JSON data whose dicts are built in sorted-key order.
+
+    Any JSON encoder then produces canonical bytes, which matters for SDKs that
+    serialize request bodies themselves with insertion order.
+    """
+    if obj is None or isinstance(obj, bool | str):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        if not math.isfinite(obj):
+            raise ValueError(f"canonical_json: {obj!r} has no JSON form")
+        return obj
+    if isinstance(obj, enum.Enum):
+        return canonical_obj(obj.value)
+    if isinstance(obj, BaseModel):
+        return canonical_obj(obj.model_dump(mode="json"))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return canonical_obj({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
+    if isinstance(obj, Mapping):
+        items: dict[str, JSONValue] = {}
+        for key, value in obj.items():
+            if not isinstance(key, str | int | float | bool) and key is not None:
+                raise TypeError(f"canonical_json: dict key {key!r} is not a JSON scalar")
+            text_key = key if isinstance(key, str) else json.dumps(key)
+            if text_key in items:
+                raise ValueError(f"canonical_json: two keys map to {text_key!r}")
+            items[text_key] = canonical_obj(value)
+        return {k: items[k] for k in sorted(items)}
+    if isinstance(obj, list | tuple):
+        return [canonical_obj(v) for v in obj]
+    if isinstance(obj, Set):
+        members = [canonical_obj(v) for v in obj]
+        return sorted(members, key=canonical_json)
+    raise TypeError(f"canonical_json: cannot serialize {type(obj).__name__}")
+
+
+def canonical_json(obj: Any) -> str:
+    """Serialize ``obj`` deterministically: sorted keys, ``(",", ":")``, non-ASCII kept."""
+    return json.dumps(
+        canonical_obj(obj),
+        ensure_ascii=False,
+        separators=(",", ":"),
+        sort_keys=True,
+        allow_nan=False,
+    )

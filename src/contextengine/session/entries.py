@@ -1,0 +1,134 @@
+"""The entries of a session record: frozen, tagged, versioned.
+
+An entry is what happened (a user message, an assistant step, a tool result ...), in our
+own provider-neutral shape. Translating to a vendor's wire format happens only when an
+entry is rendered (``contextengine.context.render``) and in the provider adapters.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from contextengine.types import ToolCall
+
+ENTRY_FORMAT_VERSION = 1
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCallRecord(_Entry):
+    """A recorded tool call (our id, the tool name, canonical or raw arguments)."""
+
+    id: str
+    name: str
+    arguments_json: str
+
+    @classmethod
+    def of(cls, call: ToolCall) -> ToolCallRecord:
+        """Record a provider-level tool call."""
+        return cls(id=call.id, name=call.name, arguments_json=call.arguments_json)
+
+    def as_call(self) -> ToolCall:
+        """The call as the shared ``ToolCall`` type."""
+        return ToolCall(self.id, self.name, self.arguments_json)
+
+
+class UserEntry(_Entry):
+    """A user message (reminders for ``@file`` mentions already appended)."""
+
+    kind: Literal["user"] = "user"
+    text: str
+
+
+class AssistantEntry(_Entry):
+    """One assistant reply: thought/answer text and the tool calls it made."""
+
+    kind: Literal["assistant"] = "assistant"
+    text: str = ""
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    reasoning: str = ""
+
+    @property
+    def is_final(self) -> bool:
+        """A reply without tool calls ends its round."""
+        return not self.tool_calls
+
+
+class ToolResultEntry(_Entry):
+    """The result of one tool call as history keeps it.
+
+    ``content`` is the compressed form that history renders; ``full_ref`` points to the
+    full observation in the session's artifacts (``None`` when ``content`` is complete).
+    """
+
+    kind: Literal["tool_result"] = "tool_result"
+    call_id: str
+    tool_name: str
+    status: Literal["success", "error"]
+    content: str
+    full_ref: str | None = None
+    original_length: int = 0
+    error_class: str | None = None
+
+
+class ErrorEntry(_Entry):
+    """A failure that belongs to no tool call (an unparseable reply, an empty answer)."""
+
+    kind: Literal["error"] = "error"
+    error_class: str
+    message: str
+
+
+class SummaryEntry(_Entry):
+    """An archived-history summary written by compaction; never compacted again."""
+
+    kind: Literal["summary"] = "summary"
+    text: str
+    archive: str
+    first_index: int
+    end_index: int
+
+
+class NoteEntry(_Entry):
+    """Context injected once per user turn (lessons, long-term memory, preferences ...)."""
+
+    kind: Literal["note"] = "note"
+    source: str
+    text: str
+
+
+class ReminderEntry(_Entry):
+    """A harness reminder (plan recitation, 2-action rule, 3-strike) with constant wrapper."""
+
+    kind: Literal["reminder"] = "reminder"
+    rule: str
+    text: str
+
+
+class CompactionEntry(_Entry):
+    """Records that entries ``[first_index, end_index)`` left the live view for ``archive``."""
+
+    kind: Literal["compaction"] = "compaction"
+    archive: str
+    first_index: int
+    end_index: int
+    timed_out: bool = False
+
+
+Entry = Annotated[
+    UserEntry
+    | AssistantEntry
+    | ToolResultEntry
+    | ErrorEntry
+    | SummaryEntry
+    | NoteEntry
+    | ReminderEntry
+    | CompactionEntry,
+    Field(discriminator="kind"),
+]
+
+ENTRY_ADAPTER: TypeAdapter[Entry] = TypeAdapter(Entry)

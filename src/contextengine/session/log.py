@@ -1,0 +1,270 @@
+"""The append-only session log: one JSON object per line, fsynced on every append (R1.2, R8.6).
+
+Line 1 is a header naming the format and its version; every later line is one record:
+``{"v": 1, "i": index, "entry": {...}, "messages": [...]}``. Nothing here edits or deletes
+a line. A torn last line (a crash mid-write) is reported, moved aside to
+``session.jsonl.torn`` and skipped on load; a bad line anywhere else is an error naming the
+file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from contextengine.context.canonical import canonical_json
+from contextengine.errors import SessionLogError
+from contextengine.session.entries import ENTRY_ADAPTER, ENTRY_FORMAT_VERSION, Entry
+
+LOG_FORMAT = "contextengine-session"
+LOG_FILENAME = "session.jsonl"
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionHeader:
+    """First line of a log: identity of the session and its fixed render settings."""
+
+    session_id: str
+    created: str
+    protocol: str = "native"
+    diversity: bool = True
+    version: int = ENTRY_FORMAT_VERSION
+
+    def to_json(self) -> str:
+        """The header line (without newline)."""
+        return canonical_json({"format": LOG_FORMAT, **self.__dict__})
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One appended entry with its frozen rendering and that rendering's canonical text."""
+
+    index: int
+    entry: Entry
+    messages: tuple[dict[str, Any], ...]
+    chunks: tuple[str, ...]
+
+    @classmethod
+    def make(cls, index: int, entry: Entry, messages: Sequence[dict[str, Any]]) -> LogRecord:
+        """Build a record, computing the canonical text of each rendered message once."""
+        msgs = tuple(messages)
+        return cls(index, entry, msgs, tuple(canonical_json(m) for m in msgs))
+
+    def to_json(self) -> str:
+        """The log line for this record (without newline)."""
+        return canonical_json(
+            {
+                "v": ENTRY_FORMAT_VERSION,
+                "i": self.index,
+                "entry": self.entry.model_dump(mode="json"),
+                "messages": list(self.messages),
+            }
+        )
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What loading found besides the records: a torn tail, if any."""
+
+    torn_line: int | None = None
+    torn_bytes: int = 0
+    saved_to: Path | None = None
+
+    @property
+    def clean(self) -> bool:
+        """True when the log loaded with nothing skipped."""
+        return self.torn_line is None
+
+
+class SessionLog:
+    """An append-only JSONL file. ``append`` is the only way to add; nothing removes."""
+
+    def __init__(self, path: Path, header: SessionHeader, records: list[LogRecord]) -> None:
+        self._path = path
+        self._header = header
+        self._records = records
+        self._fd: int | None = None
+
+    @property
+    def path(self) -> Path:
+        """The log file."""
+        return self._path
+
+    @property
+    def header(self) -> SessionHeader:
+        """The log's header."""
+        return self._header
+
+    @property
+    def records(self) -> Sequence[LogRecord]:
+        """All records in append order (a read-only view)."""
+        return _ReadOnly(self._records)
+
+    @classmethod
+    def create(cls, path: Path, header: SessionHeader) -> SessionLog:
+        """Create a new log with its header line; refuses to overwrite an existing log."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        except FileExistsError:
+            raise SessionLogError(f"{path}: a session log already exists here") from None
+        log = cls(path, header, [])
+        log._fd = fd
+        log._write_line(header.to_json())
+        return log
+
+    @classmethod
+    def open(cls, path: Path) -> tuple[SessionLog, LoadReport]:
+        """Load an existing log exactly; a torn last line is reported and moved aside."""
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise SessionLogError(f"{path}: no session log here") from None
+        lines = data.split(b"\n")
+        # A complete log ends with "\n", so the last piece is empty; anything there is
+        # a last line whose newline never reached the disk.
+        tail = lines.pop()
+        if not lines:
+            raise SessionLogError(f"{path}:1: bad header (the file holds no complete line)")
+        header = _parse_header(path, lines[0])
+        offsets = _line_offsets(lines)
+        records: list[LogRecord] = []
+        report = LoadReport()
+        body = [(n, raw) for n, raw in enumerate(lines[1:], start=2)]
+        if tail:
+            body.append((len(lines) + 1, tail))
+        for n, raw in body:
+            try:
+                records.append(_parse_record(path, n, raw, expected_index=len(records)))
+            except SessionLogError:
+                if n != body[-1][0]:
+                    raise
+                start = offsets[n - 1] if n <= len(lines) else len(data) - len(tail)
+                report = _move_torn(path, data, start, n)
+                break
+        else:
+            if tail:
+                _append_bytes(path, b"\n")
+        return cls(path, header, records), report
+
+    def append(self, record: LogRecord) -> None:
+        """Write one record and fsync it before returning."""
+        if record.index != len(self._records):
+            raise SessionLogError(
+                f"{self._path}: append of index {record.index}, expected {len(self._records)}"
+            )
+        self._write_line(record.to_json())
+        self._records.append(record)
+
+    def close(self) -> None:
+        """Close the file handle (appending again reopens it)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _write_line(self, line: str) -> None:
+        if self._fd is None:
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND)
+        os.write(self._fd, (line + "\n").encode("utf-8"))
+        os.fsync(self._fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class _ReadOnly(Sequence[LogRecord]):
+    """A live, read-only view of the record list."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: list[LogRecord]) -> None:
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        item = self._items[i]
+        return tuple(item) if isinstance(i, slice) else item
+
+    def __iter__(self) -> Iterator[LogRecord]:
+        return iter(self._items)
+
+
+def _line_offsets(lines: list[bytes]) -> list[int]:
+    offsets, pos = [], 0
+    for raw in lines:
+        offsets.append(pos)
+        pos += len(raw) + 1
+    return offsets
+
+
+def _parse_header(path: Path, raw: bytes) -> SessionHeader:
+    try:
+        obj = json.loads(raw)
+        if obj.get("format") != LOG_FORMAT:
+            raise ValueError("not a contextengine session log")
+        version = obj.get("version")
+        if version != ENTRY_FORMAT_VERSION:
+            raise ValueError(f"format version {version} is not supported")
+        fields = {k: obj[k] for k in ("session_id", "created", "protocol", "diversity", "version")}
+        return SessionHeader(**fields)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SessionLogError(f"{path}:1: bad header ({exc})") from None
+
+
+def _parse_record(path: Path, line_no: int, raw: bytes, expected_index: int) -> LogRecord:
+    try:
+        obj = json.loads(raw)
+        if obj.get("v") != ENTRY_FORMAT_VERSION:
+            raise ValueError(f"record version {obj.get('v')!r} is not supported")
+        if obj.get("i") != expected_index:
+            raise ValueError(f"index {obj.get('i')!r}, expected {expected_index}")
+        entry = ENTRY_ADAPTER.validate_python(obj["entry"])
+        messages = obj["messages"]
+        if not isinstance(messages, list):
+            raise ValueError("'messages' is not a list")
+        return LogRecord.make(expected_index, entry, messages)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise SessionLogError(
+            f"{path}:{line_no}: bad entry field {where!r}: {err['msg']}"
+        ) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SessionLogError(f"{path}:{line_no}: corrupt line ({exc})") from None
+
+
+def _append_bytes(path: Path, data: bytes) -> None:
+    with open(path, "ab") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _move_torn(path: Path, data: bytes, start: int, line_no: int) -> LoadReport:
+    """Keep the torn bytes in a side file, then cut them off so appends stay clean."""
+    torn = data[start:]
+    side = path.with_name(path.name + ".torn")
+    _append_bytes(side, torn.rstrip(b"\n") + b"\n")
+    with open(path, "r+b") as fh:
+        fh.truncate(start)
+        fh.flush()
+        os.fsync(fh.fileno())
+    logger.warning(
+        "%s:%d: torn last line (%d bytes, a crash mid-write) skipped; kept in %s",
+        path,
+        line_no,
+        len(torn),
+        side,
+    )
+    return LoadReport(torn_line=line_no, torn_bytes=len(torn), saved_to=side)

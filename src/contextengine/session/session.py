@@ -1,0 +1,122 @@
+"""A session: the append-only record of one agent conversation, on disk and in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from contextengine.context.render import RenderStyle, render_entry
+from contextengine.session.entries import CompactionEntry, Entry
+from contextengine.session.layout import SessionLayout, new_session_id
+from contextengine.session.log import LoadReport, LogRecord, SessionHeader, SessionLog
+
+
+class Session:
+    """The record of one session. ``append`` is the only mutation; entries are frozen.
+
+    ``live`` is the part of the record that requests show: every record, minus the ranges
+    that compaction entries moved to an archive. Compaction never rewrites the log.
+    """
+
+    def __init__(self, layout: SessionLayout, log: SessionLog, report: LoadReport) -> None:
+        self._layout = layout
+        self._log = log
+        self._style = RenderStyle(log.header.protocol, log.header.diversity)  # type: ignore[arg-type]
+        self.load_report = report
+        self._live: list[LogRecord] = []
+        self._epoch = 0
+        for record in log.records:
+            self._track(record)
+
+    @classmethod
+    def create(
+        cls,
+        directory: str | Path,
+        *,
+        session_id: str | None = None,
+        style: RenderStyle | None = None,
+    ) -> Session:
+        """Start a new session in ``directory`` (created if needed, must hold no log yet)."""
+        style = style or RenderStyle()
+        layout = SessionLayout(Path(directory))
+        header = SessionHeader(
+            session_id=session_id or new_session_id(),
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+            protocol=style.protocol,
+            diversity=style.diversity,
+        )
+        layout.artifacts.mkdir(parents=True, exist_ok=True)
+        return cls(layout, SessionLog.create(layout.log, header), LoadReport())
+
+    @classmethod
+    def open(cls, directory: str | Path) -> Session:
+        """Resume the session in ``directory`` exactly as it was recorded."""
+        layout = SessionLayout(Path(directory))
+        log, report = SessionLog.open(layout.log)
+        return cls(layout, log, report)
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self._log.header.session_id
+
+    @property
+    def layout(self) -> SessionLayout:
+        """Paths of the session's folder and files."""
+        return self._layout
+
+    @property
+    def directory(self) -> Path:
+        """The session's folder."""
+        return self._layout.directory
+
+    @property
+    def style(self) -> RenderStyle:
+        """The session's fixed render settings."""
+        return self._style
+
+    @property
+    def records(self) -> Sequence[LogRecord]:
+        """Every record ever appended, in order (read-only)."""
+        return self._log.records
+
+    @property
+    def live(self) -> Sequence[LogRecord]:
+        """The records requests show (read-only snapshot)."""
+        return tuple(self._live)
+
+    @property
+    def live_count(self) -> int:
+        """How many records are in the live view."""
+        return len(self._live)
+
+    def live_since(self, start: int) -> Sequence[LogRecord]:
+        """Live records from position ``start`` on (cheap: what was appended since)."""
+        return self._live[start:]
+
+    @property
+    def epoch(self) -> int:
+        """Number of compactions so far; the live view is append-only within an epoch."""
+        return self._epoch
+
+    def append(self, entry: Entry) -> LogRecord:
+        """Render ``entry`` once, write it durably, and add it to the live view."""
+        index = len(self._log.records)
+        record = LogRecord.make(index, entry, render_entry(entry, index, self.id, self._style))
+        self._log.append(record)
+        self._track(record)
+        return record
+
+    def close(self) -> None:
+        """Release the log's file handle."""
+        self._log.close()
+
+    def _track(self, record: LogRecord) -> None:
+        entry = record.entry
+        if isinstance(entry, CompactionEntry):
+            self._live = [
+                r for r in self._live if not entry.first_index <= r.index < entry.end_index
+            ]
+            self._epoch += 1
+        self._live.append(record)

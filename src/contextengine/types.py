@@ -1,0 +1,86 @@
+"""Small frozen types that cross module boundaries: tool calls, usage, model replies."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call as the model made it.
+
+    ``arguments_json`` is kept as text: canonical JSON when the model's arguments parsed,
+    otherwise the model's raw text, so a broken call is recorded exactly as it was made.
+    """
+
+    id: str
+    name: str
+    arguments_json: str
+
+    def arguments(self) -> dict[str, Any]:
+        """Parse the arguments; raises ``ValueError`` when they are not a JSON object."""
+        value = json.loads(self.arguments_json or "{}")
+        if not isinstance(value, dict):
+            raise ValueError("tool call arguments must be a JSON object")
+        return value
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token accounting of one model call, normalized across providers.
+
+    ``input_tokens`` is the whole prompt, cached part included (OpenAI's convention);
+    ``cached_tokens`` were read from the prefix cache, ``cache_write_tokens`` written to it.
+    """
+
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    model: str = ""
+
+    @property
+    def uncached_tokens(self) -> int:
+        """Prompt tokens that were neither read from nor written to the cache."""
+        return max(0, self.input_tokens - self.cached_tokens - self.cache_write_tokens)
+
+
+FinishReason = Literal["stop", "tool_calls", "length", "error", "other"]
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What a provider returns for one request."""
+
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    reasoning: str = ""
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: FinishReason = "stop"
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the reply's visible text, as it streams."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of the model's separate reasoning text, as it streams."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ReplyDone:
+    """The end of a streamed reply, with the whole reply."""
+
+    reply: ModelReply
+
+
+ReplyEvent = TextDelta | ReasoningDelta | ReplyDone
