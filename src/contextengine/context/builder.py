@@ -162,7 +162,7 @@ class ContextBuilder:
             msg: Message = canonical_obj(  # type: ignore[assignment]
                 {
                     "role": "system",
-                    "content": f'<project-rules file="{name}">\n{text}\n</project-rules>',
+                    "content": f'<project-rules file="{name}">\n{text.rstrip()}\n</project-rules>',
                 }
             )
             self._l2_cache = (text, msg, canonical_json(msg))

@@ -88,8 +88,11 @@ class LoadReport:
 class SessionLog:
     """An append-only JSONL file. ``append`` is the only way to add; nothing removes."""
 
-    def __init__(self, path: Path, header: SessionHeader, records: list[LogRecord]) -> None:
+    def __init__(
+        self, path: Path, header: SessionHeader, records: list[LogRecord], durable: bool = True
+    ) -> None:
         self._path = path
+        self._durable = durable
         self._header = header
         self._records = records
         self._fd: int | None = None
@@ -110,14 +113,18 @@ class SessionLog:
         return _ReadOnly(self._records)
 
     @classmethod
-    def create(cls, path: Path, header: SessionHeader) -> SessionLog:
-        """Create a new log with its header line; refuses to overwrite an existing log."""
+    def create(cls, path: Path, header: SessionHeader, durable: bool = True) -> SessionLog:
+        """Create a new log with its header line; refuses to overwrite an existing log.
+
+        ``durable=False`` skips the per-append fsync: for simulations such as replay, where
+        a crash loses nothing of value.
+        """
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         except FileExistsError:
             raise SessionLogError(f"{path}: a session log already exists here") from None
-        log = cls(path, header, [])
+        log = cls(path, header, [], durable)
         log._fd = fd
         log._write_line(header.to_json())
         return log
@@ -175,7 +182,8 @@ class SessionLog:
         if self._fd is None:
             self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND)
         os.write(self._fd, (line + "\n").encode("utf-8"))
-        os.fsync(self._fd)
+        if self._durable:
+            os.fsync(self._fd)
 
     def __del__(self) -> None:
         self.close()

@@ -36,8 +36,12 @@ class Session:
         *,
         session_id: str | None = None,
         style: RenderStyle | None = None,
+        durable: bool = True,
     ) -> Session:
-        """Start a new session in ``directory`` (created if needed, must hold no log yet)."""
+        """Start a new session in ``directory`` (created if needed, must hold no log yet).
+
+        ``durable=False`` skips fsync per append (replays and benchmarks only).
+        """
         style = style or RenderStyle()
         layout = SessionLayout(Path(directory))
         header = SessionHeader(
@@ -47,7 +51,7 @@ class Session:
             diversity=style.diversity,
         )
         layout.artifacts.mkdir(parents=True, exist_ok=True)
-        return cls(layout, SessionLog.create(layout.log, header), LoadReport())
+        return cls(layout, SessionLog.create(layout.log, header, durable), LoadReport())
 
     @classmethod
     def open(cls, directory: str | Path) -> Session:

@@ -1,0 +1,72 @@
+import pytest
+
+from contextengine import Config, ConfigError
+from contextengine.config import COMPONENT_FLAGS
+
+
+def test_defaults():
+    c = Config()
+    assert (c.context_window, c.compaction_trigger, c.keep_rounds, c.history_mode) == (200_000, 0.8, 10, "compressed")
+    assert all(c.flag(f) for f in COMPONENT_FLAGS)
+
+
+def test_load_toml_and_yaml(tmp_path):
+    (tmp_path / "c.toml").write_text("context_window = 32000\ndiversity = false\nhistory_mode = 'full'\n")
+    c = Config.load(tmp_path / "c.toml", env={})
+    assert c.context_window == 32000 and not c.flag("diversity") and c.history_mode == "full"
+    (tmp_path / "c.yaml").write_text("keep_rounds: 4\ncompaction: false\n")
+    c = Config.load(tmp_path / "c.yaml", env={})
+    assert c.keep_rounds == 4 and not c.flag("compaction")
+
+
+def test_env_overrides_file(tmp_path):
+    (tmp_path / "c.toml").write_text("diversity = false\n")
+    c = Config.load(tmp_path / "c.toml", env={"CONTEXTENGINE_DIVERSITY": "yes", "CONTEXTENGINE_KEEP_ROUNDS": "3"})
+    assert c.flag("diversity") and c.keep_rounds == 3
+
+
+def test_config_file_from_env_variable(tmp_path):
+    (tmp_path / "c.toml").write_text("keep_rounds = 7\n")
+    assert Config.load(env={"CONTEXTENGINE_CONFIG": str(tmp_path / "c.toml")}).keep_rounds == 7
+
+
+def test_master_switch_turns_every_component_off():
+    c = Config(enabled=False)
+    assert not any(c.flag(f) for f in COMPONENT_FLAGS)
+    assert c.effective_history_mode == "full"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("contxt_window = 5\n", "unknown setting 'contxt_window'"),
+        ("keep_rounds = 0\n", "setting 'keep_rounds'"),
+        ("history_mode = 'zip'\n", "setting 'history_mode'"),
+        ("this is = not toml [", "not valid .toml"),
+    ],
+)
+def test_bad_files_give_one_clear_line(tmp_path, content, message):
+    path = tmp_path / "c.toml"
+    path.write_text(content)
+    with pytest.raises(ConfigError) as info:
+        Config.load(path, env={})
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_env_values_are_errors():
+    with pytest.raises(ConfigError, match="CONTEXTENGINE_DIVERSITY: expected a boolean"):
+        Config.load(env={"CONTEXTENGINE_DIVERSITY": "maybe"})
+    with pytest.raises(ConfigError, match="unknown setting 'nope'"):
+        Config.load(env={"CONTEXTENGINE_NOPE": "1"})
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        Config.load(tmp_path / "absent.toml", env={})
+
+
+def test_with_flags_validates():
+    assert not Config().with_flags(recitation=False).flag("recitation")
+    with pytest.raises(ConfigError):
+        Config().with_flags(recitaton=False)
