@@ -24,6 +24,7 @@ ErrorCode = Literal[
     "not_found",
     "is_a_directory",
     "not_a_directory",
+    "binary_file",
     "no_match",
     "ambiguous_match",
     "nonzero_exit",

@@ -1,0 +1,128 @@
+"""After a tool ran: what history keeps forever and what the model sees now (R7.2, R3.2).
+
+History gets the per-tool compressed form (or the full text in ``full`` mode); the model's
+live view gets the full text, or a ``compressed_ref`` with a preview when the text is over
+its kind's threshold. Whenever either is not the full text, the full text is saved to the
+artifacts first (R3.3). An error's message is kept verbatim in both (R5.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from contextengine.compress.compressors import compress, tool_category
+from contextengine.compress.externalize import CompressedRef, Externalizer, over_threshold
+from contextengine.config import HistoryMode
+from contextengine.tools.base import ObservationKind, ToolOutcome
+from contextengine.tools.classify import error_tail
+
+ERROR_TAIL_LINES = 20
+TITLE_CHARS = 120
+_TITLE_ARGS = ("path", "file_path", "pattern", "command", "url", "query")
+
+
+@dataclass(frozen=True)
+class ProcessedObservation:
+    """One observation, decided once when its entry is appended.
+
+    ``history`` is the ``ToolResultEntry.content`` that history renders forever; ``live``
+    is what the model sees now, once; ``full_ref`` is the artifact (relative to the session
+    folder) holding the full text when ``history`` or ``live`` is not the full text.
+    """
+
+    history: str
+    live: str
+    full_ref: str | None
+    original_length: int
+
+
+class ObservationProcessor:
+    """Turns a tool outcome into its history and live forms for one session."""
+
+    def __init__(self, externalizer: Externalizer, *, mode: HistoryMode, externalize: bool) -> None:
+        self._externalizer = externalizer
+        self._mode = mode
+        self._externalize = externalize
+
+    def process(
+        self,
+        entry_index: int,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        outcome: ToolOutcome,
+    ) -> ProcessedObservation:
+        """Compress, externalize and save what needs saving for entry ``entry_index``."""
+        full = outcome.text
+        name = f"obs-{entry_index:06d}-{tool_name}"
+        kind = observation_kind(tool_name, arguments, outcome)
+        externalized = self._externalize and over_threshold(full, kind)
+        ref = self._store(name, full, kind, tool_name, arguments) if externalized else None
+        if self._mode == "full":
+            history = live = _ref_view(ref, outcome) if ref else full
+        else:
+            compressed = compress(tool_name, arguments, outcome)
+            if compressed.cut:
+                ref = ref or self._store(name, full, kind, tool_name, arguments)
+                compressed = compress(tool_name, arguments, outcome, full_ref=ref.path)
+            history = compressed.text
+            live = _ref_view(ref, outcome) if externalized and ref else full
+        full_ref = None
+        if ref is not None:
+            full_ref = self._externalizer.session_relative(self._externalizer.path_for(name))
+        return ProcessedObservation(history, live, full_ref, len(full))
+
+    def _store(
+        self,
+        name: str,
+        text: str,
+        kind: ObservationKind,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+    ) -> CompressedRef:
+        return self._externalizer.store(
+            name,
+            text,
+            kind,
+            _title(tool_name, arguments),
+            url=_str_arg(arguments, "url") if kind == "webpage" else None,
+            query=_str_arg(arguments, "query") if kind == "db" else None,
+        )
+
+
+def observation_kind(
+    tool_name: str, arguments: Mapping[str, Any], outcome: ToolOutcome
+) -> ObservationKind:
+    """The outcome's kind; a foreign file-reading tool counts as ``file``."""
+    if outcome.kind == "other" and tool_category(tool_name, arguments) == "read":
+        return "file"
+    return outcome.kind
+
+
+def _ref_view(ref: CompressedRef, outcome: ToolOutcome) -> str:
+    """The ref, how to read the full text, and a failure's message verbatim."""
+    parts = [
+        ref.to_json(),
+        f"The full output ({ref.original_length} chars) is saved at {ref.path}; "
+        "read it in parts with file_read (start_line/end_line).",
+    ]
+    if outcome.status == "error":
+        if outcome.error is not None:
+            parts.append(f'<error code="{outcome.error.code}">\n{outcome.error.message}\n</error>')
+        else:
+            parts.append(f"<error>\n{error_tail(outcome.text, ERROR_TAIL_LINES)}\n</error>")
+    return "\n".join(parts)
+
+
+def _str_arg(arguments: Mapping[str, Any], key: str) -> str | None:
+    value = arguments.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _title(tool_name: str, arguments: Mapping[str, Any]) -> str:
+    for key in _TITLE_ARGS:
+        value = _str_arg(arguments, key)
+        if value:
+            return f"{tool_name} {value}"[:TITLE_CHARS]
+    return tool_name

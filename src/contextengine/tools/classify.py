@@ -1,0 +1,91 @@
+"""Error classes of failed tool calls (R5.3), for the 3-strike counter.
+
+A class is a short stable name: ``SyntaxError``, ``ImportError``, ``test_failure``,
+``timeout``, ``invalid_tool_call``, ``masked_tool``, ``not_found``, the exception name of a
+Python traceback (``NameError``, ``TypeError`` ...), ``command_not_found``, else
+``nonzero_exit`` or the error code itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+from contextengine.tools.base import ToolOutcome
+
+TRACEBACK_HEADER = "Traceback (most recent call last):"
+
+_CODE_CLASSES = {
+    "invalid_arguments": "invalid_tool_call",
+    "unknown_tool": "invalid_tool_call",
+    "masked_tool": "masked_tool",
+    "timeout": "timeout",
+    "not_found": "not_found",
+}
+_TEST_FAILURE = re.compile(
+    r"^=+ .*\b\d+ failed\b.*=+$"  # pytest summary line
+    r"|^FAILED \S+"  # pytest -rf short summary
+    r"|^FAILED \((?:failures|errors)=\d+"  # unittest
+    r"|^\s*tests finished: .*\b[1-9]\d* (?:failed|exceptions?)\b"  # sympy's bin/test
+    r"|\b\d+ tests?, [1-9]\d* failures?\b",  # ExUnit
+    re.MULTILINE,
+)
+_SYNTAX = re.compile(r"\b(?:SyntaxError|IndentationError|TabError)\b(?::|$)", re.MULTILINE)
+_IMPORT = re.compile(r"\b(?:ImportError|ModuleNotFoundError)\b(?::|$)|\bNo module named\b", re.M)
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
+_COMMAND_NOT_FOUND = re.compile(
+    r"\bcommand not found\b|^bash: .*: No such file or directory$", re.M
+)
+
+
+def classify_error(tool_name: str, outcome: ToolOutcome) -> str | None:
+    """The error class of a failed outcome; ``None`` on success."""
+    if outcome.status == "success":
+        return None
+    code = outcome.error.code if outcome.error else None
+    if code in _CODE_CLASSES:
+        return _CODE_CLASSES[code]
+    text = outcome.error.message if code == "exception" and outcome.error else outcome.text
+    if code in (None, "exception", "nonzero_exit"):
+        return _class_of_text(text) or code or "error"
+    return code
+
+
+def _class_of_text(text: str) -> str | None:
+    if _TEST_FAILURE.search(text):
+        return "test_failure"
+    if _SYNTAX.search(text):
+        return "SyntaxError"
+    if _IMPORT.search(text):
+        return "ImportError"
+    name = traceback_exception(text)
+    if name is not None:
+        return name
+    if _COMMAND_NOT_FOUND.search(text):
+        return "command_not_found"
+    return None
+
+
+def traceback_exception(text: str) -> str | None:
+    """The exception name (last dotted part) ending the last Python traceback in ``text``."""
+    at = text.rfind(TRACEBACK_HEADER)
+    if at == -1:
+        return None
+    for line in text[at + len(TRACEBACK_HEADER) :].splitlines():
+        if not line or line[0].isspace():
+            continue
+        found = _EXCEPTION_LINE.match(line)
+        if found:
+            return found.group(1).rsplit(".", 1)[-1]
+    return None
+
+
+def error_tail(text: str, lines: int) -> str:
+    """The last ``lines`` lines of ``text``, extended back to the start of the last Python
+    traceback when one begins earlier, so a stack trace is never cut (R5.1)."""
+    all_lines = text.splitlines()
+    start = max(0, len(all_lines) - lines)
+    for index in range(len(all_lines) - 1, -1, -1):
+        if all_lines[index].lstrip().startswith(TRACEBACK_HEADER):
+            start = min(start, index)
+            break
+    return "\n".join(all_lines[start:])

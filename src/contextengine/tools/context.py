@@ -1,0 +1,25 @@
+"""Per-session tool state: the workspace, what was read when, and output caps."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from contextengine.tools.workspace import Workspace
+
+
+@dataclass
+class ToolContext:
+    """What tools of one session share.
+
+    ``read_mtimes`` maps a file's real path to its mtime (ns) when this session last read
+    or wrote it; it lives in memory only (R7.6). ``max_output_bytes`` caps each shell
+    stream and the text one ``file_read`` returns. ``env`` is the shell's environment
+    (``None``: inherit this process's).
+    """
+
+    workspace: Workspace
+    read_mtimes: dict[str, int] = field(default_factory=dict)
+    shell_timeout_s: float = 120.0
+    max_output_bytes: int = 1_000_000
+    env: Mapping[str, str] | None = None

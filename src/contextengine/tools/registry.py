@@ -1,0 +1,142 @@
+"""The toolset: tool definitions for the model and the guarded way to run a call (R2.4).
+
+A call to an unknown or masked tool is never executed; the model gets an error
+observation naming the tools it may call instead. Bad arguments and exceptions inside a
+tool become error observations too, so nothing a model does can crash the loop.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from contextengine.tools.base import Tool, ToolOutcome
+from contextengine.tools.context import ToolContext
+from contextengine.tools.files import FileEdit, FileGlob, FileGrep, FileLs, FileRead, FileWrite
+from contextengine.tools.mask import ToolMask
+from contextengine.tools.shell import ShellExec
+from contextengine.tools.spec import ToolSpec
+from contextengine.tools.todo import TodoWrite
+from contextengine.types import ToolCall
+
+
+class Toolset:
+    """A fixed set of tools with unique names (the session's tool list, R2.1)."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"duplicate tool name {tool.name!r}")
+            self._tools[tool.name] = tool
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Tool names, sorted."""
+        return tuple(sorted(self._tools))
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, if any."""
+        return self._tools.get(name)
+
+    def specs(self) -> list[ToolSpec]:
+        """The definitions the model sees, sorted by name; same bytes on every call."""
+        return [
+            ToolSpec(name, self._tools[name].description, args_schema(self._tools[name].Args))
+            for name in self.names
+        ]
+
+    def execute(
+        self, call: ToolCall, ctx: ToolContext, mask: ToolMask | None = None
+    ) -> ToolOutcome:
+        """Run ``call`` if the tool exists and the mask allows it; any failure is an outcome."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return ToolOutcome.fail(
+                "unknown_tool",
+                f"unknown tool {call.name!r}; available tools: {', '.join(self.names)}",
+            )
+        if mask is not None and not mask.allows(call.name):
+            allowed = ", ".join(mask.allowed_names(self.names)) or "(none)"
+            return ToolOutcome.fail(
+                "masked_tool",
+                f"tool {call.name!r} is not allowed now and was not run; allowed tools: {allowed}",
+            )
+        try:
+            raw = call.arguments()
+        except ValueError as exc:
+            return ToolOutcome.fail(
+                "invalid_arguments",
+                f"arguments of {call.name} are not a JSON object ({exc}): {call.arguments_json!r:.300}",
+            )
+        try:
+            args = tool.Args.model_validate(raw)
+        except ValidationError as exc:
+            return ToolOutcome.fail(
+                "invalid_arguments", f"invalid arguments for {call.name}: {_explain(exc)}"
+            )
+        try:
+            return tool.run(args, ctx)
+        except Exception:
+            return ToolOutcome.fail(
+                "exception", f"tool {call.name} raised an exception:\n{traceback.format_exc()}"
+            )
+
+
+def _explain(exc: ValidationError) -> str:
+    """Pydantic's messages, one per problem, without its documentation links."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"])
+        problems.append(f"{where}: {err['msg']}" if where else err["msg"])
+    return "; ".join(problems)
+
+
+def args_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of an argument model, tidied for the model's eyes: no titles, nested
+    models inlined, ``X | None`` shown as ``X``."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+    return _tidy(schema, defs)
+
+
+def _tidy(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        return _tidy({**target, **{k: v for k, v in node.items() if k != "$ref"}}, defs)
+    options = node.get("anyOf")
+    if options and len(options) == 2 and {"type": "null"} in options:
+        (kept,) = [o for o in options if o != {"type": "null"}]
+        return _tidy({**{k: v for k, v in node.items() if k != "anyOf"}, **kept}, defs)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" or (key == "default" and value is None):
+            continue
+        if key == "properties":
+            out[key] = {name: _tidy(sub, defs) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            out[key] = _tidy(value, defs)
+        elif key in ("anyOf", "allOf", "oneOf"):
+            out[key] = [_tidy(sub, defs) for sub in value]
+        else:
+            out[key] = value
+    return out
+
+
+def default_toolset() -> Toolset:
+    """The eight built-in tools: file read/write/edit/ls/glob/grep, shell_exec, todo_write."""
+    return Toolset(
+        [
+            FileRead(),
+            FileWrite(),
+            FileEdit(),
+            FileLs(),
+            FileGlob(),
+            FileGrep(),
+            ShellExec(),
+            TodoWrite(),
+        ]
+    )

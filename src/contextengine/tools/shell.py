@@ -1,0 +1,178 @@
+"""``shell_exec``: one bash command in the workspace, with a timeout that kills its group.
+
+stdout and stderr are read by two threads into separate buffers, each capped at
+``ToolContext.max_output_bytes`` (head and tail kept, the middle replaced by a marker).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from typing import IO, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextengine.tools.base import ToolOutcome
+from contextengine.tools.classify import error_tail
+from contextengine.tools.context import ToolContext
+
+MAX_TIMEOUT_S = 600.0
+STDERR_TAIL_LINES = 20
+# After the shell exits, a background child may keep the pipes open; wait this long for EOF.
+PIPE_GRACE_S = 1.0
+
+
+class _Capture(threading.Thread):
+    """Drains one pipe, keeping its first and last ``cap // 2`` bytes."""
+
+    def __init__(self, stream: IO[bytes], cap: int) -> None:
+        super().__init__(daemon=True)
+        self._stream = stream
+        self._head_cap = cap // 2
+        self._tail_cap = cap - self._head_cap
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def run(self) -> None:
+        fd = self._stream.fileno()
+        while chunk := os.read(fd, 65536):
+            self.total += len(chunk)
+            room = self._head_cap - len(self._head)
+            if room > 0:
+                self._head += chunk[:room]
+                chunk = chunk[room:]
+            self._tail += chunk
+            if len(self._tail) > 2 * self._tail_cap:
+                del self._tail[: len(self._tail) - self._tail_cap]
+        self._stream.close()
+
+    def text(self, name: str) -> str:
+        """What was captured, decoded; a marker says how many bytes were dropped."""
+        tail = bytes(self._tail[-self._tail_cap :]) if self._tail_cap else b""
+        omitted = self.total - len(self._head) - len(tail)
+        if omitted <= 0:
+            return (bytes(self._head) + bytes(self._tail)).decode("utf-8", errors="replace")
+        marker = (
+            f"\n[... {omitted} bytes of {name} omitted: output cap is "
+            f"{self._head_cap + self._tail_cap} bytes ...]\n"
+        )
+        head = bytes(self._head).decode("utf-8", errors="replace")
+        return head + marker + tail.decode("utf-8", errors="replace")
+
+
+class ShellExec:
+    """``shell_exec``: run ``bash -c COMMAND`` in the workspace."""
+
+    name: ClassVar[str] = "shell_exec"
+    description: ClassVar[str] = (
+        "Run a bash command in the workspace folder (a fresh shell each time; no stdin). "
+        "Returns stdout, stderr and the exit code. A command running longer than timeout_s "
+        "is killed together with every process it started."
+    )
+
+    class Args(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        command: str = Field(min_length=1, description="The bash command line to run.")
+        timeout_s: float | None = Field(
+            None,
+            gt=0,
+            le=MAX_TIMEOUT_S,
+            description="Seconds before the command is killed. Default: the session setting.",
+        )
+
+    def run(self, args: ShellExec.Args, ctx: ToolContext) -> ToolOutcome:
+        """Execute the command and report its output and exit code."""
+        timeout = min(args.timeout_s or ctx.shell_timeout_s, MAX_TIMEOUT_S)
+        cap = ctx.max_output_bytes
+        try:
+            proc = subprocess.Popen(
+                ["bash", "-c", args.command],
+                cwd=ctx.workspace.root,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=dict(ctx.env) if ctx.env is not None else None,
+            )
+        except OSError as exc:
+            return ToolOutcome.fail("io_error", f"cannot start bash: {exc.strerror or exc}")
+        assert proc.stdout is not None and proc.stderr is not None
+        readers = (_Capture(proc.stdout, cap), _Capture(proc.stderr, cap))
+        for reader in readers:
+            reader.start()
+        timed_out = False
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid)
+            proc.wait()
+        except BaseException:
+            _kill_group(proc.pid)
+            raise
+        grace_ends = time.monotonic() + PIPE_GRACE_S
+        for reader in readers:
+            reader.join(max(0.0, grace_ends - time.monotonic()))
+        pipes_held = any(r.is_alive() for r in readers)
+        stdout, stderr = readers[0].text("stdout"), readers[1].text("stderr")
+        code = proc.returncode
+        text = _layout(stdout, stderr, code, timeout if timed_out else None, pipes_held)
+        data = {
+            "command": args.command,
+            "exit_code": code,
+            "stdout_lines": _count_lines(stdout),
+            "stderr_lines": _count_lines(stderr),
+            "stdout": stdout,
+            "stderr": stderr,
+            "timed_out": timed_out,
+        }
+        if timed_out:
+            message = f"command timed out after {timeout:g} s; its process group was killed"
+            return ToolOutcome.fail("timeout", message + _stderr_tail(stderr), text, data)
+        if code != 0:
+            message = f"command exited with code {code}"
+            return ToolOutcome.fail("nonzero_exit", message + _stderr_tail(stderr), text, data)
+        return ToolOutcome.ok(text, data)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _count_lines(text: str) -> int:
+    return len(text.splitlines())
+
+
+def _stderr_tail(stderr: str) -> str:
+    if not stderr.strip():
+        return "; stderr is empty"
+    return f"; stderr (tail):\n{error_tail(stderr, STDERR_TAIL_LINES)}"
+
+
+def _block(tag: str, body: str) -> str:
+    newline = "" if not body or body.endswith("\n") else "\n"
+    return f"<{tag}>\n{body}{newline}</{tag}>"
+
+
+def _layout(
+    stdout: str, stderr: str, code: int, timed_out_after: float | None, pipes_held: bool
+) -> str:
+    """The fixed text layout of a shell observation."""
+    parts = [_block("stdout", stdout), _block("stderr", stderr), f"<exit_code>{code}</exit_code>"]
+    if timed_out_after is not None:
+        parts.append(
+            f"<timeout>killed after {timed_out_after:g} s with its whole process group</timeout>"
+        )
+    if pipes_held:
+        parts.append(
+            "<note>a background process still holds the output pipes; "
+            "output written after the command exited is not shown</note>"
+        )
+    return "\n".join(parts)

@@ -1,0 +1,57 @@
+"""``todo_write``: the model's plan as a todo list (R4.1).
+
+The tool only validates and echoes the list; the agent harness applies it to the plan
+file, so tools never touch the session.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextengine.tools.base import ToolOutcome
+from contextengine.tools.context import ToolContext
+
+TodoStatus = Literal["pending", "in_progress", "done", "failed"]
+STATUSES: tuple[TodoStatus, ...] = ("pending", "in_progress", "done", "failed")
+
+
+class TodoItem(BaseModel):
+    """One step of the plan."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    content: str = Field(min_length=1, description="What the step is.")
+    status: TodoStatus = Field(description="pending, in_progress, done or failed.")
+
+
+class TodoWrite:
+    """``todo_write``: replace the todo list with the given one."""
+
+    name: ClassVar[str] = "todo_write"
+    description: ClassVar[str] = (
+        "Replace the task's todo list (the plan) with this complete list. Keep exactly one "
+        "step in_progress while working; mark steps done or failed as soon as they are."
+    )
+
+    class Args(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        todos: list[TodoItem] = Field(description="The complete todo list, in order.")
+
+    def run(self, args: TodoWrite.Args, ctx: ToolContext) -> ToolOutcome:
+        """Return the list as data and a one-line recap."""
+        todos = [item.model_dump() for item in args.todos]
+        recap = todo_recap(args.todos)
+        return ToolOutcome.ok(recap, {"todos": todos, "recap": recap})
+
+
+def todo_recap(todos: list[TodoItem]) -> str:
+    """``Todo list updated: 4 steps (1 done, 1 in_progress, 2 pending). Now: <step>``."""
+    counts = ", ".join(
+        f"{n} {status}" for status in STATUSES if (n := sum(1 for t in todos if t.status == status))
+    )
+    recap = f"Todo list updated: {len(todos)} steps" + (f" ({counts})." if counts else ".")
+    current = next((t.content for t in todos if t.status == "in_progress"), None)
+    return recap + (f" Now: {current}" if current else "")

@@ -1,0 +1,186 @@
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextengine.compress.compressors import compress_observation
+from contextengine.compress.externalize import CompressedRef, Externalizer
+from contextengine.compress.observation import ObservationProcessor, ProcessedObservation
+from contextengine.tools.base import ToolOutcome
+from contextengine.tools.context import ToolContext
+from contextengine.tools.registry import default_toolset
+from contextengine.tools.workspace import Workspace
+from contextengine.types import ToolCall
+
+
+class Harness:
+    """A workspace with the session folder inside it, the tools and a processor factory."""
+
+    def __init__(self, root: Path, session_dir: Path) -> None:
+        self.session_dir = session_dir
+        self.workspace = Workspace(root, extra_roots=(session_dir,))
+        self.ctx = ToolContext(self.workspace)
+        self.toolset = default_toolset()
+        self.externalizer = Externalizer(session_dir / "artifacts", self.workspace.display)
+
+    def run(self, name: str, **arguments: Any) -> tuple[dict[str, Any], ToolOutcome]:
+        call = ToolCall("c", name, json.dumps(arguments))
+        return arguments, self.toolset.execute(call, self.ctx)
+
+    def processor(self, mode: str = "compressed", externalize: bool = True) -> ObservationProcessor:
+        return ObservationProcessor(self.externalizer, mode=mode, externalize=externalize)  # type: ignore[arg-type]
+
+    def artifacts(self) -> list[str]:
+        folder = self.session_dir / "artifacts"
+        return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Harness:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return Harness(root, root / ".contextengine" / "sessions" / "o" / "t" / "ws" / "s1")
+
+
+BIG = "python3 -c \"import sys; [print(f'row {i:05d} ' + 'x' * 40) for i in range(1100)]\""
+
+
+def _ref_of(live: str) -> CompressedRef:
+    return CompressedRef.from_json(live.split("\n", 1)[0])
+
+
+def test_small_output_is_live_in_full_and_compressed_in_history(h: Harness) -> None:
+    args, out = h.run("shell_exec", command="echo hello")
+    obs = h.processor().process(3, "shell_exec", args, out)
+    assert obs == ProcessedObservation(
+        history=compress_observation("shell_exec", args, out),
+        live=out.text,
+        full_ref=None,
+        original_length=len(out.text),
+    )
+    assert h.artifacts() == []
+
+
+def test_50kb_output_is_externalized_and_recovered_exactly(h: Harness) -> None:
+    args, out = h.run("shell_exec", command=BIG)
+    assert len(out.text) > 50_000
+    obs = h.processor().process(7, "shell_exec", args, out)
+    assert obs.full_ref == "artifacts/obs-000007-shell_exec.txt"
+    assert obs.original_length == len(out.text)
+    ref = _ref_of(obs.live)
+    path = ".contextengine/sessions/o/t/ws/s1/artifacts/obs-000007-shell_exec.txt"
+    assert ref.path == path
+    assert (ref.type, ref.original_length, ref.recoverable) == ("other", len(out.text), True)
+    assert ref.title == f"shell_exec {BIG}"[:120]
+    assert "file_read" in obs.live and len(obs.live) < 3000
+    assert h.externalizer.recover(ref) == out.text
+    history = json.loads(obs.history)
+    assert f"recoverable from {path}]" in history["data"]["stdout"]
+    assert len(obs.history) < 2000
+    read = h.toolset.execute(
+        ToolCall("r", "file_read", json.dumps({"path": ref.path, "start_line": 2, "end_line": 3})),
+        h.ctx,
+    )
+    assert read.text == "     2\trow 00000 " + "x" * 40 + "\n     3\trow 00001 " + "x" * 40
+
+
+def test_cut_history_saves_the_full_text_even_under_the_threshold(h: Harness) -> None:
+    for i in range(30):
+        (h.workspace.root / f"f{i:02d}.txt").write_text("")
+    args, out = h.run("file_ls")
+    obs = h.processor().process(2, "file_ls", args, out)
+    assert len(out.text) < 3000
+    assert obs.live == out.text
+    assert obs.full_ref == "artifacts/obs-000002-file_ls.txt"
+    assert "artifacts/obs-000002-file_ls.txt]" in json.loads(obs.history)["data"]["more"]
+    assert (h.session_dir / obs.full_ref).read_text() == out.text
+
+
+def test_externalize_off_keeps_live_full(h: Harness) -> None:
+    args, out = h.run("shell_exec", command=BIG)
+    obs = h.processor(externalize=False).process(1, "shell_exec", args, out)
+    assert obs.live == out.text
+    assert obs.full_ref == "artifacts/obs-000001-shell_exec.txt"
+    assert (h.session_dir / obs.full_ref).read_text() == out.text
+
+
+def test_full_mode_keeps_the_full_text_or_the_ref(h: Harness) -> None:
+    args, small = h.run("shell_exec", command="echo hi")
+    obs = h.processor("full").process(1, "shell_exec", args, small)
+    assert (obs.history, obs.live, obs.full_ref) == (small.text, small.text, None)
+    args, big = h.run("shell_exec", command=BIG)
+    obs = h.processor("full").process(2, "shell_exec", args, big)
+    assert obs.history == obs.live
+    assert h.externalizer.recover(_ref_of(obs.history)) == big.text
+    assert obs.full_ref == "artifacts/obs-000002-shell_exec.txt"
+
+
+def test_full_mode_without_externalizing_is_pure_append(h: Harness) -> None:
+    args, big = h.run("shell_exec", command=BIG)
+    obs = h.processor("full", externalize=False).process(2, "shell_exec", args, big)
+    assert (obs.history, obs.live, obs.full_ref) == (big.text, big.text, None)
+    assert h.artifacts() == []
+
+
+def test_round_scratchpad_mode_compresses_history_like_compressed(h: Harness) -> None:
+    args, out = h.run("shell_exec", command="echo hi")
+    compressed = h.processor("compressed").process(1, "shell_exec", args, out)
+    scratch = h.processor("round_scratchpad").process(1, "shell_exec", args, out)
+    assert scratch == compressed
+
+
+@pytest.mark.parametrize("mode", ["compressed", "full"])
+def test_errors_stay_verbatim_around_huge_output(h: Harness, mode: str) -> None:
+    script = (
+        "for i in range(3000): print('noise', i)\n"
+        "def deep(n):\n    return deep(n - 1) if n else {}['missing']\n"
+        "deep(30)\n"
+    )
+    (h.workspace.root / "s.py").write_text(script)
+    args, out = h.run("shell_exec", command="python3 s.py")
+    assert out.error is not None and len(out.text) > 20_000
+    message = out.error.message
+    assert "Traceback (most recent call last):" in message and "KeyError: 'missing'" in message
+    obs = h.processor(mode).process(4, "shell_exec", args, out)
+    assert message in obs.live
+    if mode == "compressed":
+        assert json.loads(obs.history)["error"]["message"] == message
+    else:
+        assert message in obs.history
+    assert h.externalizer.recover(_ref_of(obs.live)) == out.text
+
+
+def test_foreign_error_without_code_keeps_its_traceback_when_externalized(h: Harness) -> None:
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "/testbed/reproduce_issue.py", line 4, in <module>\n'
+        "    expr = kernS(text)\n"
+        "UnboundLocalError: local variable 'kern' referenced before assignment\n"
+    )
+    text = "".join(f"log line {i}\n" for i in range(400)) + traceback
+    obs = h.processor().process(5, "bash", {"command": "python x.py"}, ToolOutcome("error", text))
+    assert traceback.rstrip("\n") in obs.live
+    assert traceback.rstrip("\n") in json.loads(obs.history)["data"]["output"]
+
+
+def test_foreign_read_counts_as_a_file(h: Harness) -> None:
+    text = "".join(f"{i:>6}\tsome code here\n" for i in range(180))
+    assert 3000 < len(text) < 5000
+    read = h.processor().process(1, "Read", {"file_path": "/x.py"}, ToolOutcome.ok(text))
+    assert read.live == text
+    bash = h.processor().process(2, "Bash", {"command": "cat x.py"}, ToolOutcome.ok(text))
+    assert _ref_of(bash.live).type == "other"
+
+
+def test_session_outside_the_workspace_is_addressed_absolutely(tmp_path: Path) -> None:
+    root, session = tmp_path / "ws", tmp_path / "sessions" / "s9"
+    root.mkdir()
+    h = Harness(root, session)
+    args, out = h.run("shell_exec", command=BIG)
+    obs = h.processor().process(1, "shell_exec", args, out)
+    ref = _ref_of(obs.live)
+    assert ref.path == str(session / "artifacts" / "obs-000001-shell_exec.txt")
+    read = h.toolset.execute(ToolCall("r", "file_read", json.dumps({"path": ref.path})), h.ctx)
+    assert read.status == "success"
+    assert read.data["total_lines"] == out.text.count("\n") + 1

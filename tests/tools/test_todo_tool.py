@@ -1,0 +1,28 @@
+def test_todo_write_returns_the_list_and_a_recap(root, run) -> None:
+    todos = [
+        {"content": "read the code", "status": "done"},
+        {"content": "fix the bug", "status": "in_progress"},
+        {"content": "run tests", "status": "pending"},
+        {"content": "old idea", "status": "failed"},
+    ]
+    out = run("todo_write", todos=todos)
+    assert out.status == "success"
+    assert out.data["todos"] == todos
+    assert out.text == (
+        "Todo list updated: 4 steps (1 pending, 1 in_progress, 1 done, 1 failed). Now: fix the bug"
+    )
+    assert out.data["recap"] == out.text
+    assert list(root.iterdir()) == []
+
+
+def test_todo_write_empty_list(run) -> None:
+    assert run("todo_write", todos=[]).text == "Todo list updated: 0 steps."
+
+
+def test_todo_statuses_are_checked(run) -> None:
+    out = run("todo_write", todos=[{"content": "x", "status": "in progress"}])
+    assert out.error.code == "invalid_arguments"
+    assert "todos.0.status" in out.error.message
+    assert run("todo_write", todos=[{"content": "", "status": "done"}]).error.code == (
+        "invalid_arguments"
+    )
