@@ -1,0 +1,310 @@
+"""The agent: one session, a ReAct loop per user turn (R5.2, R7.2, R7.7).
+
+Each step builds the request from the record, asks the model, and appends what happened:
+the assistant reply, then each tool result in its history form. The newest full
+observation is shown once, live, and never stored. Errors stay in context verbatim and
+the loop goes on; the model decides what to do next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from contextengine.agent.events import (
+    AgentEvent,
+    Done,
+    ErrorEvent,
+    RunResult,
+    Thinking,
+    ToolCallEvent,
+    ToolResultEvent,
+    UsageEvent,
+)
+from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
+from contextengine.agent.text_protocol import parse_text_reply
+from contextengine.compress.externalize import Externalizer
+from contextengine.compress.observation import ObservationProcessor
+from contextengine.config import Config
+from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
+from contextengine.context.mentions import add_mention_reminders
+from contextengine.context.monitor import PrefixMonitor
+from contextengine.context.render import RenderStyle
+from contextengine.context.request import Request
+from contextengine.errors import ContextEngineError, ProviderError
+from contextengine.measure.usage_log import UsageLog, UsageRecord
+from contextengine.providers.base import Provider
+from contextengine.session.entries import (
+    AssistantEntry,
+    ErrorEntry,
+    ToolCallRecord,
+    ToolResultEntry,
+    UserEntry,
+)
+from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
+from contextengine.session.log import LogRecord
+from contextengine.session.session import Session
+from contextengine.tools.classify import classify_error
+from contextengine.tools.context import ToolContext
+from contextengine.tools.mask import ToolMask
+from contextengine.tools.registry import Toolset, default_toolset
+from contextengine.tools.workspace import Workspace
+from contextengine.types import ModelReply, ReasoningDelta, ReplyDone, TextDelta, ToolCall
+
+MIN_FINAL_ANSWER_CHARS = 10
+META_FILE = "session.json"
+
+
+@dataclass(frozen=True)
+class _Interpretation:
+    calls: tuple[ToolCall, ...] = ()
+    final_answer: str | None = None
+    problem: str | None = None
+
+
+class Agent:
+    """One agent session in a workspace; each ``run`` is one user turn (one round)."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        workspace: str | Path,
+        config: Config | None = None,
+        *,
+        system_prompt: str | None = None,
+        tools: Toolset | None = None,
+        protocol: Literal["native", "text"] = "native",
+        session_id: str | None = None,
+        _session: Session | None = None,
+    ) -> None:
+        self.provider = provider
+        self.config = config if config is not None else Config.load()
+        self.workspace = Path(workspace).resolve()
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.toolset = tools or default_toolset()
+        self.mask: ToolMask | None = None
+        self.session = _session or self._create_session(session_id, protocol)
+        protocol = self.session.style.protocol
+        base = system_prompt or DEFAULT_SYSTEM_PROMPT
+        specs = self.toolset.specs()
+        self.builder = ContextBuilder(
+            system_prompt=text_protocol_prompt(base, specs) if protocol == "text" else base,
+            tools=specs if protocol == "native" else (),
+            project_root=self.workspace,
+            config=self.config,
+        )
+        self.monitor = PrefixMonitor()
+        self.usage_log = UsageLog(self.session.layout.usage_log)
+        self.tool_context = ToolContext(
+            Workspace(self.workspace, extra_roots=(self.session.directory,))
+        )
+        self.processor = ObservationProcessor(
+            Externalizer(self.session.layout.artifacts, self.tool_context.workspace.display),
+            mode=self.config.effective_history_mode,
+            externalize=self.config.flag("externalize"),
+        )
+        self.last_input_tokens = 0
+        self._calls = 0
+
+    @classmethod
+    def resume(
+        cls, session_dir: str | Path, provider: Provider, config: Config | None = None
+    ) -> Agent:
+        """Continue a recorded session (after a crash or restart) with nothing lost."""
+        session = Session.open(session_dir)
+        meta = json.loads((session.directory / META_FILE).read_text(encoding="utf-8"))
+        return cls(provider, meta["workspace"], config, _session=session)
+
+    @property
+    def session_dir(self) -> Path:
+        """The folder holding the session log, usage log, artifacts and memory files."""
+        return self.session.directory
+
+    def run(self, message: str) -> RunResult:
+        """Run one user turn to its final answer and return the result."""
+        for event in self.stream(message):
+            if isinstance(event, Done):
+                return event.result
+        raise ContextEngineError("the agent stopped without a result")
+
+    async def astream(self, message: str) -> AsyncIterator[AgentEvent]:
+        """``stream`` for asyncio code: the loop runs in a worker thread."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[AgentEvent | BaseException | None] = asyncio.Queue()
+
+        def work() -> None:
+            try:
+                for event in self.stream(message):
+                    loop.call_soon_threadsafe(queue.put_nowait, event)
+            except BaseException as exc:  # handed to the consumer, not lost in the thread
+                loop.call_soon_threadsafe(queue.put_nowait, exc)
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+
+        threading.Thread(target=work, name="contextengine-agent", daemon=True).start()
+        while (item := await queue.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def stream(self, message: str) -> Iterator[AgentEvent]:
+        """Run one user turn, yielding events; the last event is ``Done``."""
+        text = add_mention_reminders(message) if self.config.flag("mentions") else message
+        round_start = self.session.append(UserEntry(text=text)).index
+        live: dict[int, FullObservation] = {}
+        retried_answer = False
+        for step in range(self.config.max_steps):
+            request = self.builder.build(
+                self.session, LiveContext(live, round_start), mask=self.mask
+            )
+            try:
+                reply = yield from self._ask(request)
+            except ProviderError as exc:
+                yield ErrorEvent("provider_error", str(exc))
+                yield Done(RunResult("", self.session_dir, "error", step, str(exc)))
+                return
+            meaning = self._interpret(reply)
+            if meaning.problem is not None:
+                self._append_assistant(reply, ())
+                yield self._error("invalid_reply", meaning.problem)
+                continue
+            if meaning.final_answer is not None:
+                self._append_assistant(reply, ())
+                if (
+                    len(meaning.final_answer.strip()) < MIN_FINAL_ANSWER_CHARS
+                    and not retried_answer
+                ):
+                    retried_answer = True
+                    yield self._error("empty_answer", _SHORT_ANSWER)
+                    continue
+                yield Done(RunResult(meaning.final_answer, self.session_dir, "completed", step + 1))
+                return
+            record = self._append_assistant(reply, meaning.calls)
+            if self.config.effective_history_mode != "round_scratchpad":
+                live = {}
+            for k, call in enumerate(meaning.calls):
+                ours = ToolCall(f"call_{record.index}_{k}", call.name, call.arguments_json)
+                yield from self._run_tool(ours, live)
+        yield Done(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
+
+    def _ask(self, request: Request) -> Iterator[AgentEvent]:
+        report = self.monitor.observe(request)
+        started = time.perf_counter()
+        reply: ModelReply | None = None
+        for event in self.provider.stream(request):
+            if isinstance(event, TextDelta):
+                yield Thinking(event.text)
+            elif isinstance(event, ReasoningDelta):
+                yield Thinking(event.text, reasoning=True)
+            elif isinstance(event, ReplyDone):
+                reply = event.reply
+        if reply is None:
+            raise ProviderError("the provider's stream ended without a reply")
+        usage = reply.usage
+        if not usage.latency_s:
+            usage = replace(usage, latency_s=time.perf_counter() - started)
+        self._calls += 1
+        if request.purpose == "main":
+            self.last_input_tokens = usage.input_tokens
+        self.usage_log.append(UsageRecord.of(self._calls, request.purpose, usage, report))
+        brk = report.cache_break
+        yield UsageEvent(
+            request.purpose,
+            usage.input_tokens,
+            usage.cached_tokens,
+            usage.cache_write_tokens,
+            usage.output_tokens,
+            usage.latency_s,
+            report.reusable_chars,
+            brk.cause if brk else None,
+        )
+        return replace(reply, usage=usage)
+
+    def _interpret(self, reply: ModelReply) -> _Interpretation:
+        if self.session.style.protocol == "native":
+            if reply.tool_calls:
+                return _Interpretation(calls=reply.tool_calls)
+            return _Interpretation(final_answer=reply.content)
+        parsed = parse_text_reply(reply.content)
+        if parsed.action is not None:
+            return _Interpretation(
+                calls=(ToolCall("text", parsed.action.name, parsed.action.arguments_json),)
+            )
+        return _Interpretation(final_answer=parsed.final_answer, problem=parsed.problem)
+
+    def _append_assistant(self, reply: ModelReply, calls: tuple[ToolCall, ...]) -> LogRecord:
+        index = len(self.session.records)
+        records = tuple(
+            ToolCallRecord(id=f"call_{index}_{k}", name=c.name, arguments_json=c.arguments_json)
+            for k, c in enumerate(calls)
+        )
+        return self.session.append(
+            AssistantEntry(text=reply.content, tool_calls=records, reasoning=reply.reasoning)
+        )
+
+    def _run_tool(self, call: ToolCall, live: dict[int, FullObservation]) -> Iterator[AgentEvent]:
+        yield ToolCallEvent(call.id, call.name, call.arguments_json)
+        outcome = self.toolset.execute(
+            call, self.tool_context, self.mask if self.config.flag("masking") else None
+        )
+        error_class = classify_error(call.name, outcome)
+        index = len(self.session.records)
+        try:
+            arguments = call.arguments()
+        except ValueError:
+            arguments = {}
+        processed = self.processor.process(index, call.name, arguments, outcome)
+        self.session.append(
+            ToolResultEntry(
+                call_id=call.id,
+                tool_name=call.name,
+                status=outcome.status,
+                content=processed.history,
+                full_ref=processed.full_ref,
+                original_length=processed.original_length,
+                error_class=error_class,
+            )
+        )
+        if processed.live != processed.history:
+            live[index] = FullObservation(call.name, call.id, processed.live)
+        yield ToolResultEvent(call.id, call.name, outcome.status, processed.live[:400], error_class)
+        if outcome.error is not None:
+            yield ErrorEvent(error_class or outcome.error.code, outcome.error.message)
+
+    def _error(self, error_class: str, message: str) -> ErrorEvent:
+        self.session.append(ErrorEntry(error_class=error_class, message=message))
+        return ErrorEvent(error_class, message)
+
+    def _create_session(
+        self, session_id: str | None, protocol: Literal["native", "text"]
+    ) -> Session:
+        root = Path(self.config.root) if self.config.root else self.workspace / DEFAULT_ROOT_NAME
+        if not self.config.root:
+            ignore = self.workspace / ".contextengine" / ".gitignore"
+            ignore.parent.mkdir(parents=True, exist_ok=True)
+            if not ignore.exists():
+                ignore.write_text("*\n", encoding="utf-8")
+        sid = session_id or new_session_id()
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", self.workspace.name).strip("-.") or "workspace"
+        layout = SessionLayout.under(root, self.config.org, self.config.team, name, sid)
+        style = RenderStyle(protocol=protocol, diversity=self.config.flag("diversity"))
+        session = Session.create(layout.directory, session_id=sid, style=style)
+        meta = {
+            "session_id": sid,
+            "workspace": str(self.workspace),
+            "model": getattr(self.provider, "model", ""),
+        }
+        (layout.directory / META_FILE).write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        return session
+
+
+_SHORT_ANSWER = (
+    "Your final answer was empty or too short. Give the user a complete final answer: "
+    "what you did, what you found, and how you checked it."
+)

@@ -1,0 +1,196 @@
+"""The ``contextengine`` command line."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from contextengine.agent.events import (
+    AgentEvent,
+    CompactionEvent,
+    Done,
+    ErrorEvent,
+    MemoryUpdate,
+    Thinking,
+    ToolCallEvent,
+    ToolResultEvent,
+    UsageEvent,
+)
+from contextengine.config import Config
+from contextengine.errors import ContextEngineError
+
+app = typer.Typer(
+    name="contextengine",
+    help="Context engineering engine and agent harness: cache-stable requests, recitation, "
+    "working memory, reversible compression and compaction.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="Config file (TOML or YAML).", exists=True, dir_okay=False),
+]
+
+
+class EventPrinter:
+    """Renders agent events for a terminal."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._streaming = False
+
+    def __call__(self, event: AgentEvent) -> None:
+        """Print one event."""
+        c = self.console
+        if isinstance(event, Thinking):
+            c.print(
+                event.text, end="", style="dim italic" if event.reasoning else "dim", markup=False
+            )
+            self._streaming = True
+            return
+        if self._streaming:
+            c.print()
+            self._streaming = False
+        if isinstance(event, ToolCallEvent):
+            c.print(f"[cyan]→ {event.name}[/] {_clip(event.arguments, 160)}", markup=True)
+        elif isinstance(event, ToolResultEvent):
+            style = "green" if event.status == "success" else "red"
+            first = event.preview.splitlines()[0] if event.preview else ""
+            c.print(f"  [{style}]{event.status}[/] {_escape(_clip(first, 150))}")
+        elif isinstance(event, ErrorEvent):
+            c.print(f"  [red]error ({event.error_class}):[/] {_escape(_clip(event.message, 300))}")
+        elif isinstance(event, UsageEvent):
+            hit = event.cached_tokens / event.input_tokens if event.input_tokens else 0.0
+            brk = f"  [yellow]cache break: {event.cache_break}[/]" if event.cache_break else ""
+            c.print(
+                f"  [dim]{event.purpose}: {event.input_tokens:,} in, {event.cached_tokens:,} cached "
+                f"({hit:.0%}), {event.output_tokens:,} out, {event.latency_s:.2f}s[/]{brk}"
+            )
+        elif isinstance(event, MemoryUpdate):
+            c.print(f"  [magenta]memory: {event.file} updated[/]")
+        elif isinstance(event, CompactionEvent):
+            c.print(f"  [yellow]compaction {event.stage}:[/] {event.message}")
+        elif isinstance(event, Done):
+            r = event.result
+            if r.status == "completed":
+                c.print(f"\n[bold]{_escape(r.final_answer)}[/]")
+            else:
+                c.print(f"\n[red]run ended: {r.status}[/] {_escape(r.error or '')}")
+            c.print(f"[dim]session: {r.session_dir}[/]")
+
+
+@app.command()
+def demo(
+    workspace: Annotated[
+        Path | None, typer.Option(help="Workspace folder (default: a new temporary folder).")
+    ] = None,
+) -> None:
+    """Run an offline scripted coding session through the real agent loop (no model needed)."""
+    from contextengine.demo import run_demo
+
+    folder = workspace or Path(tempfile.mkdtemp(prefix="contextengine-demo-"))
+    printer = EventPrinter(out)
+    agent, events = run_demo(folder)
+    usages: list[UsageEvent] = []
+    for event in events:
+        printer(event)
+        if isinstance(event, UsageEvent):
+            usages.append(event)
+    total_in = sum(u.input_tokens for u in usages)
+    cached = sum(u.cached_tokens for u in usages)
+    breaks = sum(1 for u in usages if u.cache_break)
+    out.print(
+        f"\n{len(usages)} model calls, {total_in:,} input tokens, {cached:,} served from the prefix "
+        f"cache ({cached / max(total_in, 1):.0%}), {breaks} cache breaks."
+    )
+    out.print(f"Workspace: {folder}\nUsage log: {agent.session.layout.usage_log}")
+
+
+@app.command()
+def run(
+    message: Annotated[
+        str | None, typer.Argument(help="The task. Omit it for an interactive session.")
+    ] = None,
+    provider: Annotated[
+        str,
+        typer.Option(
+            "--provider",
+            "-p",
+            help="openai, anthropic, vllm, sglang, llamacpp, ollama, openai-compatible.",
+        ),
+    ] = "openai",
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="Server URL for self-hosted providers.")
+    ] = None,
+    workspace: Annotated[
+        Path, typer.Option("--workspace", "-w", help="The folder the agent works in.")
+    ] = Path("."),
+    protocol: Annotated[
+        str, typer.Option(help="native (tool calling) or text (ReAct text protocol).")
+    ] = "native",
+    resume: Annotated[
+        Path | None, typer.Option(help="Continue the session in this folder.")
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Run the agent on a task in a workspace (or chat with it interactively)."""
+    from contextengine.agent.loop import Agent
+    from contextengine.providers.factory import make_provider
+
+    if protocol not in ("native", "text"):
+        raise ContextEngineError(f"--protocol must be 'native' or 'text', not {protocol!r}")
+    settings = Config.load(config)
+    chosen = make_provider(provider, model, base_url=base_url)
+    if resume is not None:
+        agent = Agent.resume(resume, chosen, settings)
+    else:
+        agent = Agent(chosen, workspace, settings, protocol=protocol)  # type: ignore[arg-type]
+    printer = EventPrinter(out)
+    messages = [message] if message is not None else _prompt_lines()
+    for text in messages:
+        for event in agent.stream(text):
+            printer(event)
+            if isinstance(event, Done) and event.result.status == "error":
+                raise typer.Exit(1)
+
+
+def _prompt_lines():  # type: ignore[no-untyped-def]
+    while True:
+        try:
+            line = input("\n> ")
+        except EOFError:
+            return
+        if line.strip() in {"exit", "quit"}:
+            return
+        if line.strip():
+            yield line
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+def main() -> None:
+    """Entry point: user mistakes become one line on stderr and a non-zero exit."""
+    try:
+        app()
+    except ContextEngineError as exc:
+        err.print(f"contextengine: error: {exc}", markup=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("contextengine: interrupted", markup=False)
+        sys.exit(130)
