@@ -1,0 +1,302 @@
+"""Anthropic Messages adapter (R1.4, R2.3, R13).
+
+Translation from the builder's OpenAI-format messages:
+
+* the L1 and L2 system messages become ``system`` text blocks;
+* any later system message (a compaction summary) becomes a user text block wrapped in
+  ``<system-reminder>`` - the Messages API has no system role inside a conversation on
+  most models, and the wrapper tells the model the text is a harness note;
+* ``tool`` messages become ``tool_result`` blocks in a user turn, assistant ``tool_calls``
+  become ``tool_use`` blocks (ids kept), and consecutive same-role turns are merged;
+* each breakpoint message's last block carries ``cache_control`` (at most 4, the last
+  ones win), so the cache covers tools + system, then L2, then the persisted history.
+
+Masks become ``tool_choice``: auto, ``any`` (a call is required), ``tool`` (exactly one
+tool allowed) or ``none``. A subset of several tools has no Anthropic encoding (assistant
+prefill cannot start a ``tool_use`` block and newer models reject prefill), so it is sent
+as ``any``/``auto`` and the agent's guard refuses calls outside the mask.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+
+from contextengine.context.request import Request
+from contextengine.errors import ProviderError
+from contextengine.providers.base import StreamingProvider
+from contextengine.providers.wire import (
+    DEFAULT_TIMEOUT_S,
+    ToolChoice,
+    arguments_object,
+    canonical_arguments,
+    check_params,
+    one_line,
+    require_api_key,
+    resolve_tool_choice,
+)
+from contextengine.types import (
+    FinishReason,
+    ModelReply,
+    ReasoningDelta,
+    ReplyDone,
+    ReplyEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+
+MAX_BREAKPOINTS = 4
+SYSTEM_NOTE = "<system-reminder>\n{text}\n</system-reminder>"
+EMPTY_TEXT = "(empty)"
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+RESERVED_PARAMS = frozenset(
+    {"model", "messages", "system", "tools", "tool_choice", "stream", "max_tokens"}
+)
+
+_STOP: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+}
+
+Block = dict[str, Any]
+
+
+class AnthropicProvider(StreamingProvider):
+    """Anthropic's Messages API, streamed.
+
+    ``params`` are extra Messages fields sent with every request (``temperature``,
+    ``top_p`` ...). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; retries on
+    429/5xx/overload and timeouts are the SDK's own (``max_retries``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = 4096,
+        max_retries: int = 3,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        **params: Any,
+    ) -> None:
+        check_params(params, RESERVED_PARAMS, "AnthropicProvider")
+        self.model = model
+        self.max_tokens = max_tokens
+        self._params = params
+        self._client = anthropic.Anthropic(
+            api_key=require_api_key(api_key, "ANTHROPIC_API_KEY", "anthropic"),
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+
+    def stream(self, request: Request) -> Iterator[ReplyEvent]:
+        """Send ``request`` and yield its text as it streams, then the whole reply."""
+        body = anthropic_body(request)
+        where = f"anthropic {self.model}"
+        started = time.monotonic()
+        acc = _MessageAccumulator()
+        try:
+            # Extra params go in the raw body: the SDK's typed signature lags the API.
+            stream = self._client.messages.create(
+                model=self.model,
+                max_tokens=self.max_tokens,
+                stream=True,
+                extra_body=self._params,
+                **body,
+            )
+            with stream:
+                for event in stream:
+                    yield from acc.add(event)
+        except anthropic.AnthropicError as exc:
+            raise _provider_error(exc, where) from exc
+        yield ReplyDone(acc.reply(self.model, time.monotonic() - started))
+
+
+def anthropic_body(request: Request) -> dict[str, Any]:
+    """``system``, ``messages``, ``tools`` and ``tool_choice`` for ``request``."""
+    messages = request.messages
+    layers = request.segments.l1 + request.segments.l2
+    n_system = 0
+    while n_system < min(layers, len(messages)) and messages[n_system]["role"] == "system":
+        n_system += 1
+    marked = set(request.breakpoints[-MAX_BREAKPOINTS:])
+    system: list[Block] = []
+    for i in range(n_system):
+        block = _text(messages[i].get("content"))
+        if i in marked:
+            block["cache_control"] = dict(EPHEMERAL)
+        system.append(block)
+    turns: list[dict[str, Any]] = []
+    for i in range(n_system, len(messages)):
+        role, blocks = _blocks(messages[i])
+        if i in marked:
+            blocks[-1]["cache_control"] = dict(EPHEMERAL)
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    body: dict[str, Any] = {"messages": turns}
+    if system:
+        body["system"] = system
+    choice = resolve_tool_choice(request)
+    if choice is not None:
+        body["tools"] = [_tool(t) for t in request.tools]
+        body["tool_choice"] = anthropic_tool_choice(choice)
+    return body
+
+
+def anthropic_tool_choice(choice: ToolChoice) -> dict[str, str]:
+    """``choice`` as Anthropic's ``tool_choice``; several allowed tools fall back to the guard."""
+    if choice.kind == "required":
+        single = choice.single
+        return {"type": "tool", "name": single} if single else {"type": "any"}
+    return {"type": choice.kind}
+
+
+def _blocks(message: Mapping[str, Any]) -> tuple[str, list[Block]]:
+    role = message["role"]
+    content = message.get("content")
+    if role == "system":
+        return "user", [_text(SYSTEM_NOTE.format(text=_plain(content)))]
+    if role == "tool":
+        result: Block = {"type": "tool_result", "tool_use_id": message["tool_call_id"]}
+        if _plain(content):
+            result["content"] = _plain(content)
+        return "user", [result]
+    if role == "assistant":
+        blocks = [_text(content)] if _plain(content).strip() else []
+        for call in message.get("tool_calls") or ():
+            function = call["function"]
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call["id"],
+                    "name": function["name"],
+                    "input": arguments_object(function.get("arguments") or ""),
+                }
+            )
+        return "assistant", blocks or [_text(EMPTY_TEXT)]
+    return "user", [_text(content)]
+
+
+def _text(content: Any) -> Block:
+    text = _plain(content)
+    # The API rejects empty and whitespace-only text blocks.
+    return {"type": "text", "text": text if text.strip() else EMPTY_TEXT}
+
+
+def _plain(content: Any) -> str:
+    """Message content as text (a list of OpenAI text parts is joined)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
+
+
+def _tool(tool: Mapping[str, Any]) -> Block:
+    function = tool["function"]
+    return {
+        "name": function["name"],
+        "description": function.get("description", ""),
+        "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
+    }
+
+
+def _provider_error(exc: anthropic.AnthropicError, where: str) -> ProviderError:
+    if isinstance(exc, anthropic.APIStatusError):
+        return ProviderError(f"{where}: HTTP {exc.status_code}: {one_line(exc.message)}")
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ProviderError(f"{where}: request timed out")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return ProviderError(f"{where}: cannot connect: {one_line(exc)}")
+    return ProviderError(f"{where}: {one_line(exc)}")
+
+
+@dataclass
+class _Block:
+    kind: str
+    id: str = ""
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+
+
+class _MessageAccumulator:
+    """Collects streamed Messages events into one reply."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, _Block] = {}
+        self.stop: str | None = None
+        self.usage: dict[str, int] = {}
+
+    def add(self, event: Any) -> Sequence[ReplyEvent]:
+        kind = event.type
+        if kind == "message_start":
+            self._usage(event.message.usage)
+        elif kind == "message_delta":
+            self.stop = event.delta.stop_reason or self.stop
+            self._usage(event.usage)
+        elif kind == "content_block_start":
+            block = event.content_block
+            self.blocks[event.index] = _Block(
+                block.type, getattr(block, "id", ""), getattr(block, "name", "")
+            )
+        elif kind == "content_block_delta":
+            return self._delta(self.blocks[event.index], event.delta)
+        return ()
+
+    def _delta(self, block: _Block, delta: Any) -> Sequence[ReplyEvent]:
+        if delta.type == "text_delta":
+            block.parts.append(delta.text)
+            return (TextDelta(delta.text),)
+        if delta.type == "thinking_delta":
+            block.parts.append(delta.thinking)
+            return (ReasoningDelta(delta.thinking),)
+        if delta.type == "input_json_delta":
+            block.parts.append(delta.partial_json)
+        return ()
+
+    def _usage(self, usage: Any) -> None:
+        # message_delta repeats the counters cumulatively; the latest non-null value wins.
+        for name in (
+            "input_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+            "output_tokens",
+        ):
+            value = getattr(usage, name, None)
+            if value is not None:
+                self.usage[name] = value
+
+    def reply(self, model: str, latency_s: float) -> ModelReply:
+        ordered = [b for _, b in sorted(self.blocks.items())]
+        calls = tuple(
+            ToolCall(b.id, b.name, canonical_arguments("".join(b.parts) or "{}"))
+            for b in ordered
+            if b.kind == "tool_use"
+        )
+        read = self.usage.get("cache_read_input_tokens", 0)
+        written = self.usage.get("cache_creation_input_tokens", 0)
+        return ModelReply(
+            content="".join("".join(b.parts) for b in ordered if b.kind == "text"),
+            tool_calls=calls,
+            reasoning="".join("".join(b.parts) for b in ordered if b.kind == "thinking"),
+            usage=Usage(
+                input_tokens=self.usage.get("input_tokens", 0) + read + written,
+                cached_tokens=read,
+                cache_write_tokens=written,
+                output_tokens=self.usage.get("output_tokens", 0),
+                latency_s=latency_s,
+                model=model,
+            ),
+            finish_reason=_STOP.get(self.stop or "end_turn", "other"),
+        )

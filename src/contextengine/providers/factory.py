@@ -1,0 +1,77 @@
+"""Provider by name, for the CLI and the server (the scripted provider is built in code).
+
+SDKs are imported only when their provider is asked for, so a missing extra is a clear
+error for that provider alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from contextengine.errors import ProviderError
+from contextengine.providers.base import Provider
+
+PROVIDER_NAMES: tuple[str, ...] = (
+    "openai",
+    "anthropic",
+    "vllm",
+    "sglang",
+    "llamacpp",
+    "ollama",
+    "openai-compatible",
+)
+
+LOCAL_BASE_URLS: dict[str, str] = {
+    "vllm": "http://localhost:8000/v1",
+    "sglang": "http://localhost:30000/v1",
+    "llamacpp": "http://localhost:8080/v1",
+    "ollama": "http://localhost:11434/v1",
+}
+
+# These servers serve one model and ignore the name in the request.
+_DEFAULT_MODELS: dict[str, str] = {"sglang": "default", "llamacpp": "default"}
+
+
+def make_provider(
+    name: str,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> Provider:
+    """The provider called ``name`` (one of ``PROVIDER_NAMES``) for ``model``.
+
+    Self-hosted servers default to their usual local URL; ``openai-compatible`` needs
+    ``base_url``. Keys fall back to ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``.
+    """
+    if name not in PROVIDER_NAMES:
+        raise ProviderError(f"unknown provider {name!r}; known: {', '.join(PROVIDER_NAMES)}")
+    model = model or _DEFAULT_MODELS.get(name)
+    if not model:
+        raise ProviderError(f"provider {name!r} needs a model name")
+    if name == "openai":
+        return _adapter("openai", "OpenAIProvider", "openai")(
+            model, api_key=api_key, base_url=base_url
+        )
+    if name == "anthropic":
+        return _adapter("anthropic", "AnthropicProvider", "anthropic")(
+            model, api_key=api_key, base_url=base_url
+        )
+    if name == "openai-compatible" and base_url is None:
+        raise ProviderError("provider 'openai-compatible' needs a base URL (--base-url)")
+    return _adapter("openai_compatible", "OpenAICompatibleProvider", "openai")(
+        model,
+        base_url or LOCAL_BASE_URLS[name],
+        api_key=api_key or "EMPTY",
+        server="generic" if name == "openai-compatible" else name,
+    )
+
+
+def _adapter(module: str, cls: str, extra: str) -> Any:
+    """The adapter class, or a clear error naming the missing SDK extra."""
+    try:
+        return getattr(importlib.import_module(f"contextengine.providers.{module}"), cls)
+    except ImportError as exc:
+        raise ProviderError(
+            f"this provider needs the {extra} package: pip install 'contextengine[{extra}]'"
+        ) from exc

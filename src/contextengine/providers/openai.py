@@ -1,0 +1,259 @@
+"""OpenAI Chat Completions adapter (R1.4, R2.3, R13).
+
+Caching: messages and tools go out exactly as the builder made them, and
+``prompt_cache_key`` carries the session id so OpenAI routes a session's requests to the
+same cache. Masking: the tool list never changes; the mask becomes ``tool_choice``
+(``auto`` / ``required`` / a named function / ``allowed_tools``).
+
+``stream_chat`` is shared with the OpenAI-compatible adapter: it runs one streamed Chat
+Completions call through the official SDK (whose own retry covers 408/409/429/5xx and
+timeouts) and maps the chunks back to reply events.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from contextengine.context.request import Request
+from contextengine.errors import ProviderError
+from contextengine.providers.base import StreamingProvider
+from contextengine.providers.wire import (
+    DEFAULT_TIMEOUT_S,
+    ToolChoice,
+    canonical_arguments,
+    check_params,
+    one_line,
+    require_api_key,
+    resolve_tool_choice,
+)
+from contextengine.types import (
+    FinishReason,
+    ModelReply,
+    ReasoningDelta,
+    ReplyDone,
+    ReplyEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+
+RESERVED_PARAMS = frozenset(
+    {"model", "messages", "tools", "tool_choice", "stream", "stream_options", "prompt_cache_key"}
+)
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+}
+
+
+class OpenAIProvider(StreamingProvider):
+    """OpenAI's Chat Completions API, streamed.
+
+    ``params`` are extra Chat Completions fields sent with every request (``temperature``,
+    ``max_completion_tokens``, ``reasoning_effort`` ...). The key comes from ``api_key`` or
+    ``OPENAI_API_KEY``; ``base_url`` defaults to the SDK's (``OPENAI_BASE_URL`` or OpenAI).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 3,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        **params: Any,
+    ) -> None:
+        check_params(params, RESERVED_PARAMS, "OpenAIProvider")
+        self.model = model
+        self._params = params
+        self._client = openai.OpenAI(
+            api_key=require_api_key(api_key, "OPENAI_API_KEY", "openai"),
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+
+    def stream(self, request: Request) -> Iterator[ReplyEvent]:
+        """Send ``request`` and yield its text as it streams, then the whole reply."""
+        body: dict[str, Any] = {"messages": request.messages}
+        choice = resolve_tool_choice(request)
+        if choice is not None:
+            body["tools"] = request.tools
+            body["tool_choice"] = openai_tool_choice(choice)
+        if request.mark_breakpoints:
+            body["prompt_cache_key"] = request.session_id
+        body.update(self._params)
+        yield from stream_chat(self._client, self.model, body, where=f"openai {self.model}")
+
+
+def openai_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
+    """``choice`` in OpenAI's ``tool_choice`` form.
+
+    A subset uses ``allowed_tools`` so the ``tools`` list (and the cached prefix) stays the
+    same; a required single tool uses the named-function form.
+    """
+    if choice.names is None:
+        return choice.kind
+    if choice.kind == "required" and choice.single is not None:
+        return named_function(choice.single)
+    return {
+        "type": "allowed_tools",
+        "allowed_tools": {"mode": choice.kind, "tools": [named_function(n) for n in choice.names]},
+    }
+
+
+def named_function(name: str) -> dict[str, Any]:
+    """The ``{"type": "function", "function": {"name": ...}}`` reference to one tool."""
+    return {"type": "function", "function": {"name": name}}
+
+
+def stream_chat(
+    client: openai.OpenAI,
+    model: str,
+    body: Mapping[str, Any],
+    *,
+    where: str,
+    headers: Mapping[str, str] | None = None,
+    show_text: bool = True,
+) -> Iterator[ReplyEvent]:
+    """Run one streamed Chat Completions call and map it back to reply events.
+
+    ``body`` is the JSON body without ``model`` and ``stream``; ``show_text=False`` keeps
+    content deltas out of the event stream (the content is still in the final reply).
+    """
+    started = time.monotonic()
+    fields = {k: v for k, v in body.items() if k != "messages"}
+    fields["stream_options"] = {"include_usage": True}
+    acc = _ChatAccumulator()
+    try:
+        stream = client.chat.completions.create(
+            model=model,
+            messages=body["messages"],
+            stream=True,
+            extra_body=fields,
+            extra_headers=dict(headers or {}),
+        )
+        with stream:
+            for chunk in stream:
+                for event in acc.add(chunk):
+                    if show_text or not isinstance(event, TextDelta):
+                        yield event
+    except openai.OpenAIError as exc:
+        raise provider_error(exc, where) from exc
+    yield ReplyDone(acc.reply(model, time.monotonic() - started))
+
+
+def provider_error(exc: openai.OpenAIError, where: str) -> ProviderError:
+    """One-line ``ProviderError`` for an SDK error (raised after the SDK's retries)."""
+    if isinstance(exc, openai.APIStatusError):
+        return ProviderError(f"{where}: HTTP {exc.status_code}: {one_line(exc.message)}")
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderError(f"{where}: request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderError(f"{where}: cannot connect: {one_line(exc)}")
+    return ProviderError(f"{where}: {one_line(exc)}")
+
+
+@dataclass
+class _CallParts:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _ChatAccumulator:
+    """Collects streamed chunks into one reply."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[int, _CallParts] = {}
+        self.finish: str | None = None
+        self.usage: Any = None
+        self.timings: Any = None
+
+    def add(self, chunk: Any) -> list[ReplyEvent]:
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        timings = getattr(chunk, "timings", None)
+        if timings:
+            self.timings = timings
+        events: list[ReplyEvent] = []
+        for choice in chunk.choices or ():
+            if choice.index != 0:
+                continue
+            if choice.finish_reason:
+                self.finish = choice.finish_reason
+            delta = choice.delta
+            if delta is None:
+                continue
+            # Self-hosted servers stream reasoning under one of these two names.
+            reasoning = getattr(delta, "reasoning_content", None) or getattr(
+                delta, "reasoning", None
+            )
+            if isinstance(reasoning, str) and reasoning:
+                self.reasoning.append(reasoning)
+                events.append(ReasoningDelta(reasoning))
+            if delta.content:
+                self.text.append(delta.content)
+                events.append(TextDelta(delta.content))
+            for part in delta.tool_calls or ():
+                self._add_call_part(part)
+        return events
+
+    def _add_call_part(self, part: Any) -> None:
+        # A server that omits the index sends each call whole, in one chunk.
+        index = part.index if part.index is not None else len(self.calls)
+        call = self.calls.setdefault(index, _CallParts())
+        if part.id and not call.id:
+            call.id = part.id
+        if part.function is not None:
+            call.name += part.function.name or ""
+            if part.function.arguments:
+                call.arguments.append(part.function.arguments)
+
+    def reply(self, model: str, latency_s: float) -> ModelReply:
+        calls = tuple(
+            ToolCall(
+                id=c.id or f"call_{uuid.uuid4().hex[:24]}",
+                name=c.name,
+                arguments_json=canonical_arguments("".join(c.arguments)),
+            )
+            for _, c in sorted(self.calls.items())
+        )
+        finish = _FINISH.get(self.finish or "stop", "other")
+        if calls and finish == "stop":
+            finish = "tool_calls"
+        return ModelReply(
+            content="".join(self.text),
+            tool_calls=calls,
+            reasoning="".join(self.reasoning),
+            usage=self._usage(model, latency_s),
+            finish_reason=finish,
+        )
+
+    def _usage(self, model: str, latency_s: float) -> Usage:
+        usage = self.usage
+        if usage is None:
+            return Usage(latency_s=latency_s, model=model)
+        details = usage.prompt_tokens_details
+        cached = (details.cached_tokens or 0) if details is not None else 0
+        if not cached and isinstance(self.timings, Mapping):
+            # llama.cpp builds without prompt_tokens_details report the hit in timings.
+            cached = int(self.timings.get("cache_n") or 0)
+        return Usage(
+            input_tokens=usage.prompt_tokens or 0,
+            cached_tokens=cached,
+            output_tokens=usage.completion_tokens or 0,
+            latency_s=latency_s,
+            model=model,
+        )

@@ -1,0 +1,183 @@
+"""Self-hosted OpenAI-compatible servers: vLLM, SGLang, llama.cpp, Ollama (R1.5, R2.3, R13).
+
+Every request carries the session id twice - header ``x-session-id`` and body field
+``user`` - so a session-affinity router (vLLM router ``consistent_hash``, the production
+stack's ``--routing-logic session``) pins a session to the replica that holds its prefix.
+The ``tools`` list is always sent unchanged; the mask is enforced with what each server
+documents:
+
+============  ==============  ===========================  ==============================
+server        all tools       one tool (call required)     a subset (call required)
+============  ==============  ===========================  ==============================
+vllm          auto/required   named ``tool_choice``        ``structured_outputs.json``
+sglang        auto/required   named ``tool_choice``        ``response_format`` json_schema
+llamacpp      auto/required   ``required`` + guard         ``required`` + guard
+ollama        auto/required   ``required`` + guard         ``required`` + guard
+generic       auto/required   named ``tool_choice``        ``required`` + guard
+============  ==============  ===========================  ==============================
+
+The subset constraint is the same JSON shape vLLM itself builds for
+``tool_choice="required"`` - an array of ``{"name", "parameters"}`` objects - restricted
+to the allowed tools; it is sent with ``tool_choice="auto"`` (vLLM overwrites a user
+constraint when ``required`` is set) and the adapter turns the array back into tool calls.
+A subset in ``auto`` mode is left to the guard everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any, Literal, get_args
+
+import openai
+
+from contextengine.context.canonical import canonical_json
+from contextengine.context.request import Request
+from contextengine.providers.base import StreamingProvider
+from contextengine.providers.openai import RESERVED_PARAMS, named_function, stream_chat
+from contextengine.providers.wire import (
+    DEFAULT_TIMEOUT_S,
+    ToolChoice,
+    check_params,
+    resolve_tool_choice,
+)
+from contextengine.types import ModelReply, ReplyDone, ReplyEvent, ToolCall
+
+Server = Literal["vllm", "sglang", "llamacpp", "ollama", "generic"]
+SERVERS: tuple[str, ...] = get_args(Server)
+SESSION_HEADER = "x-session-id"
+
+_NAMED_CHOICE = frozenset({"vllm", "sglang", "generic"})
+_CONSTRAINT_FIELDS = frozenset({"structured_outputs", "guided_json", "response_format"})
+
+
+class OpenAICompatibleProvider(StreamingProvider):
+    """A self-hosted server behind the OpenAI Chat Completions API, through the ``openai`` SDK.
+
+    ``server`` selects how masks are enforced (see the module docstring);
+    ``legacy_guided_json`` sends vLLM's pre-0.12 ``guided_json`` field instead of
+    ``structured_outputs``. ``params`` are extra body fields sent with every request
+    (``temperature``, ``top_k``, ``chat_template_kwargs`` ...).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str = "EMPTY",
+        server: Server = "generic",
+        max_retries: int = 3,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        legacy_guided_json: bool = False,
+        **params: Any,
+    ) -> None:
+        if server not in SERVERS:
+            raise ValueError(f"unknown server {server!r}; known: {', '.join(SERVERS)}")
+        check_params(params, RESERVED_PARAMS | {"user"}, "OpenAICompatibleProvider")
+        self.model = model
+        self.base_url = base_url
+        self.server = server
+        self.legacy_guided_json = legacy_guided_json
+        self._params = params
+        self._client = openai.OpenAI(
+            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+        )
+
+    def stream(self, request: Request) -> Iterator[ReplyEvent]:
+        """Send ``request`` and yield its text as it streams, then the whole reply."""
+        body: dict[str, Any] = {"messages": request.messages, "user": request.session_id}
+        choice = resolve_tool_choice(request)
+        constrained = False
+        if choice is not None:
+            body["tools"] = request.tools
+            fields = self._mask_fields(choice, request.tools)
+            constrained = bool(_CONSTRAINT_FIELDS & fields.keys())
+            body.update(fields)
+        if self.server == "llamacpp":
+            body["cache_prompt"] = True
+        body.update(self._params)
+        events = stream_chat(
+            self._client,
+            self.model,
+            body,
+            where=f"{self.server} {self.model}",
+            headers={SESSION_HEADER: request.session_id},
+            show_text=not constrained,
+        )
+        for event in events:
+            if constrained and isinstance(event, ReplyDone):
+                event = ReplyDone(calls_from_array(event.reply))
+            yield event
+
+    def _mask_fields(self, choice: ToolChoice, tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """``tool_choice`` plus, for a constrained subset, the server's constraint field."""
+        if choice.names is None or choice.kind != "required":
+            return {"tool_choice": choice.kind}
+        if choice.single is not None and self.server in _NAMED_CHOICE:
+            return {"tool_choice": named_function(choice.single)}
+        schema = calls_schema(tools, choice.names)
+        if self.server == "vllm":
+            if self.legacy_guided_json:
+                return {"tool_choice": "auto", "guided_json": schema}
+            return {"tool_choice": "auto", "structured_outputs": {"json": schema}}
+        if self.server == "sglang":
+            return {
+                "tool_choice": "auto",
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "tool_calls", "schema": schema},
+                },
+            }
+        return {"tool_choice": "required"}
+
+
+def calls_schema(tools: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    """JSON schema of a non-empty array of ``{"name", "parameters"}`` calls to ``names``."""
+    parameters = {t["function"]["name"]: t["function"].get("parameters") for t in tools}
+    return {
+        "type": "array",
+        "minItems": 1,
+        "items": {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "enum": [name]},
+                        "parameters": parameters[name] or {"type": "object", "properties": {}},
+                    },
+                    "required": ["name", "parameters"],
+                }
+                for name in names
+            ]
+        },
+    }
+
+
+def calls_from_array(reply: ModelReply) -> ModelReply:
+    """Turn a constrained reply's JSON call array into tool calls.
+
+    A server whose tool parser already extracted the calls, or content that is not such an
+    array, leaves the reply unchanged (the guard then sees what the model produced).
+    """
+    if reply.tool_calls:
+        return reply
+    try:
+        items = json.loads(reply.content)
+    except ValueError:
+        return reply
+    if not isinstance(items, list) or not items:
+        return reply
+    calls = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            return reply
+        calls.append(
+            ToolCall(
+                id=f"call_{uuid.uuid4().hex[:24]}",
+                name=item["name"],
+                arguments_json=canonical_json(item.get("parameters", {})),
+            )
+        )
+    return replace(reply, content="", tool_calls=tuple(calls), finish_reason="tool_calls")

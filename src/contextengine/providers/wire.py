@@ -1,0 +1,105 @@
+"""Mapping helpers shared by the provider adapters; no SDK is imported here.
+
+A request's mask becomes one provider-neutral ``ToolChoice`` that each adapter spells in
+its own wire format; tool-call arguments are normalized the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from contextengine.context.canonical import canonical_json
+from contextengine.context.request import Request
+from contextengine.errors import MissingAPIKeyError, ProviderError
+
+ChoiceKind = Literal["none", "auto", "required"]
+
+DEFAULT_TIMEOUT_S = 600.0
+"""Seconds one HTTP attempt may take (long generations stream for minutes)."""
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    """What the model may do now: ``kind``, restricted to ``names`` (``None`` = every tool).
+
+    ``names`` is never empty and never the whole tool list: a mask allowing every tool
+    resolves to ``names=None``, one allowing none resolves to ``kind="none"``.
+    """
+
+    kind: ChoiceKind
+    names: tuple[str, ...] | None = None
+
+    @property
+    def single(self) -> str | None:
+        """The one allowed tool when exactly one is allowed, else ``None``."""
+        return self.names[0] if self.names is not None and len(self.names) == 1 else None
+
+
+def resolve_tool_choice(request: Request) -> ToolChoice | None:
+    """The request's mask as a ``ToolChoice``; ``None`` when the request has no tools."""
+    tool_names = request.tool_names
+    if not tool_names:
+        return None
+    mask = request.mask
+    if mask is None or mask.is_open:
+        return ToolChoice("auto")
+    allowed = mask.allowed_names(tool_names)
+    must_call = mask.mode != "auto"
+    if not allowed:
+        if must_call:
+            raise ProviderError(
+                f"tool mask {mask.allow} (mode {mask.mode!r}) requires a tool call "
+                f"but allows none of the request's tools {list(tool_names)}"
+            )
+        return ToolChoice("none")
+    names = None if len(allowed) == len(tool_names) else allowed
+    return ToolChoice("required" if must_call else "auto", names)
+
+
+def canonical_arguments(raw: str) -> str:
+    """Tool-call arguments as recorded: canonical JSON when ``raw`` parses, else ``raw``."""
+    try:
+        return canonical_json(json.loads(raw))
+    except ValueError:
+        return raw
+
+
+def arguments_object(arguments_json: str) -> dict[str, Any]:
+    """Arguments as the JSON object a wire format needs (Anthropic ``tool_use.input``).
+
+    Empty arguments are ``{}``; anything that is not a JSON object is kept verbatim under
+    ``invalid_arguments`` so the model still sees what it sent.
+    """
+    if not arguments_json.strip():
+        return {}
+    try:
+        value = json.loads(arguments_json)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"invalid_arguments": arguments_json}
+
+
+def require_api_key(api_key: str | None, env_var: str, provider: str) -> str:
+    """The explicit key, else the environment's; a clear error when neither is set."""
+    key = api_key or os.environ.get(env_var)
+    if not key:
+        raise MissingAPIKeyError(
+            f"{provider}: no API key; pass api_key=... or set the {env_var} environment variable"
+        )
+    return key
+
+
+def check_params(params: Mapping[str, Any], reserved: frozenset[str], owner: str) -> None:
+    """Refuse extra request fields that the adapter itself sets."""
+    clash = sorted(set(params) & reserved)
+    if clash:
+        raise ValueError(f"{owner}: {clash} are set by the adapter and cannot be passed as params")
+
+
+def one_line(text: object) -> str:
+    """``text`` on a single line, for error messages built from server replies."""
+    return " ".join(str(text).split())
