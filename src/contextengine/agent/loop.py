@@ -13,7 +13,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -28,6 +28,7 @@ from contextengine.agent.events import (
     ToolResultEvent,
     UsageEvent,
 )
+from contextengine.agent.hooks import Harness, HookResult, NullHarness
 from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
 from contextengine.agent.text_protocol import parse_text_reply
 from contextengine.compress.externalize import Externalizer
@@ -44,6 +45,7 @@ from contextengine.providers.base import Provider
 from contextengine.session.entries import (
     AssistantEntry,
     ErrorEntry,
+    ReminderEntry,
     ToolCallRecord,
     ToolResultEntry,
     UserEntry,
@@ -59,6 +61,7 @@ from contextengine.tools.workspace import Workspace
 from contextengine.types import ModelReply, ReasoningDelta, ReplyDone, TextDelta, ToolCall
 
 MIN_FINAL_ANSWER_CHARS = 10
+NO_TOOLS = ToolMask(allow=(), mode="auto")
 META_FILE = "session.json"
 
 
@@ -82,6 +85,8 @@ class Agent:
         tools: Toolset | None = None,
         protocol: Literal["native", "text"] = "native",
         session_id: str | None = None,
+        harness: Harness | None = None,
+        ask_human: Callable[[str], str | None] | None = None,
         _session: Session | None = None,
     ) -> None:
         self.provider = provider
@@ -90,6 +95,7 @@ class Agent:
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.toolset = tools or default_toolset()
         self.mask: ToolMask | None = None
+        self.ask_human = ask_human
         self.session = _session or self._create_session(session_id, protocol)
         protocol = self.session.style.protocol
         base = system_prompt or DEFAULT_SYSTEM_PROMPT
@@ -110,6 +116,7 @@ class Agent:
             mode=self.config.effective_history_mode,
             externalize=self.config.flag("externalize"),
         )
+        self.harness: Harness = harness or NullHarness()
         self.last_input_tokens = 0
         self._calls = 0
 
@@ -157,18 +164,39 @@ class Agent:
         """Run one user turn, yielding events; the last event is ``Done``."""
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
         round_start = self.session.append(UserEntry(text=text)).index
+        yield from self._apply(self.harness.start_turn(text))
         live: dict[int, FullObservation] = {}
-        retried_answer = False
+        retried_answer = rebooting = False
         for step in range(self.config.max_steps):
+            yield from self._apply(self.harness.before_step(step))
+            tail = self.harness.task_status() if self.config.flag("recitation") else None
             request = self.builder.build(
-                self.session, LiveContext(live, round_start), mask=self.mask
+                self.session,
+                LiveContext(live, round_start, tail),
+                purpose="reboot" if rebooting else "main",
+                mask=NO_TOOLS if rebooting else self.mask,
             )
             try:
                 reply = yield from self._ask(request)
             except ProviderError as exc:
                 yield ErrorEvent("provider_error", str(exc))
-                yield Done(RunResult("", self.session_dir, "error", step, str(exc)))
+                yield from self._finish(RunResult("", self.session_dir, "error", step, str(exc)))
                 return
+            if rebooting:
+                rebooting = False
+                self._append_assistant(reply, ())
+                hook = self.harness.after_reboot(reply.content)
+                yield from self._apply(hook)
+                if hook.needs_human is not None:
+                    answer = self.ask_human(hook.needs_human) if self.ask_human else None
+                    if answer is None:
+                        result = RunResult(
+                            "", self.session_dir, "needs_human", step + 1, hook.needs_human
+                        )
+                        yield from self._finish(result)
+                        return
+                    self.session.append(UserEntry(text=answer))
+                continue
             meaning = self._interpret(reply)
             if meaning.problem is not None:
                 self._append_assistant(reply, ())
@@ -183,17 +211,33 @@ class Agent:
                     retried_answer = True
                     yield self._error("empty_answer", _SHORT_ANSWER)
                     continue
-                yield Done(RunResult(meaning.final_answer, self.session_dir, "completed", step + 1))
+                yield from self._finish(
+                    RunResult(meaning.final_answer, self.session_dir, "completed", step + 1)
+                )
                 return
             record = self._append_assistant(reply, meaning.calls)
             if self.config.effective_history_mode != "round_scratchpad":
                 live = {}
             for k, call in enumerate(meaning.calls):
                 ours = ToolCall(f"call_{record.index}_{k}", call.name, call.arguments_json)
-                yield from self._run_tool(ours, live)
-        yield Done(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
+                yield from self._apply(self.harness.before_tool(ours))
+                hook = yield from self._run_tool(ours, live)
+                yield from self._apply(hook)
+                if hook.reboot is not None:
+                    self.session.append(ReminderEntry(rule="3-strike", text=hook.reboot))
+                    rebooting = True
+        yield from self._finish(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
 
-    def _ask(self, request: Request) -> Iterator[AgentEvent]:
+    def _apply(self, hook: HookResult) -> Iterator[AgentEvent]:
+        for entry in hook.entries:
+            self.session.append(entry)
+        yield from hook.events
+
+    def _finish(self, result: RunResult) -> Iterator[AgentEvent]:
+        yield from self._apply(self.harness.end_turn(result))
+        yield Done(result)
+
+    def _ask(self, request: Request) -> Generator[AgentEvent, None, ModelReply]:
         report = self.monitor.observe(request)
         started = time.perf_counter()
         reply: ModelReply | None = None
@@ -248,7 +292,9 @@ class Agent:
             AssistantEntry(text=reply.content, tool_calls=records, reasoning=reply.reasoning)
         )
 
-    def _run_tool(self, call: ToolCall, live: dict[int, FullObservation]) -> Iterator[AgentEvent]:
+    def _run_tool(
+        self, call: ToolCall, live: dict[int, FullObservation]
+    ) -> Generator[AgentEvent, None, HookResult]:
         yield ToolCallEvent(call.id, call.name, call.arguments_json)
         outcome = self.toolset.execute(
             call, self.tool_context, self.mask if self.config.flag("masking") else None
@@ -276,6 +322,7 @@ class Agent:
         yield ToolResultEvent(call.id, call.name, outcome.status, processed.live[:400], error_class)
         if outcome.error is not None:
             yield ErrorEvent(error_class or outcome.error.code, outcome.error.message)
+        return self.harness.after_tool(call, outcome, error_class)
 
     def _error(self, error_class: str, message: str) -> ErrorEvent:
         self.session.append(ErrorEntry(error_class=error_class, message=message))
