@@ -271,9 +271,11 @@ class Agent:
         return replace(reply, usage=usage)
 
     def _interpret(self, reply: ModelReply) -> _Interpretation:
+        # Structured calls win in both protocols: a provider (or a replay) that returns them
+        # has already parsed the action.
+        if reply.tool_calls:
+            return _Interpretation(calls=reply.tool_calls)
         if self.session.style.protocol == "native":
-            if reply.tool_calls:
-                return _Interpretation(calls=reply.tool_calls)
             return _Interpretation(final_answer=reply.content)
         parsed = parse_text_reply(reply.content)
         if parsed.action is not None:
