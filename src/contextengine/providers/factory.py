@@ -20,6 +20,7 @@ PROVIDER_NAMES: tuple[str, ...] = (
     "llamacpp",
     "ollama",
     "openai-compatible",
+    "local",
 )
 
 LOCAL_BASE_URLS: dict[str, str] = {
@@ -42,7 +43,8 @@ def make_provider(
     """The provider called ``name`` (one of ``PROVIDER_NAMES``) for ``model``.
 
     Self-hosted servers default to their usual local URL; ``openai-compatible`` needs
-    ``base_url``. Keys fall back to ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``.
+    ``base_url``. Keys fall back to ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``. ``local``
+    runs a GGUF file in-process: ``model`` is its path.
     """
     if name not in PROVIDER_NAMES:
         raise ProviderError(f"unknown provider {name!r}; known: {', '.join(PROVIDER_NAMES)}")
@@ -53,6 +55,8 @@ def make_provider(
         return _adapter("openai", "OpenAIProvider", "openai")(
             model, api_key=api_key, base_url=base_url
         )
+    if name == "local":
+        return _adapter("local", "LlamaCppProvider", "local")(model)
     if name == "anthropic":
         return _adapter("anthropic", "AnthropicProvider", "anthropic")(
             model, api_key=api_key, base_url=base_url
