@@ -23,7 +23,6 @@ from contextengine.providers.base import Provider
 from contextengine.providers.scripted import ScriptedProvider
 from contextengine.session.entries import (
     AssistantEntry,
-    CompactionEntry,
     ErrorEntry,
     NoteEntry,
     ReminderEntry,
@@ -40,7 +39,6 @@ from contextengine.types import ModelReply, ToolCall, Usage
 __all__ = [
     "AssistantEntry",
     "CacheBreak",
-    "CompactionEntry",
     "Config",
     "ConfigError",
     "ContextBuilder",

@@ -18,7 +18,6 @@ from contextengine.context.diversity import (
 )
 from contextengine.session.entries import (
     AssistantEntry,
-    CompactionEntry,
     Entry,
     ErrorEntry,
     NoteEntry,
@@ -89,8 +88,6 @@ def _render(entry: Entry, index: int, session_id: str, style: RenderStyle) -> li
             return [{"role": "user", "content": f'<context source="{source}">\n{text}\n</context>'}]
         case ReminderEntry(text=text):
             return [{"role": "user", "content": f"<system-reminder>\n{text}\n</system-reminder>"}]
-        case CompactionEntry():
-            return []
     raise TypeError(f"cannot render entry of kind {entry.kind!r}")
 
 

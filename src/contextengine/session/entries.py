@@ -84,13 +84,19 @@ class ErrorEntry(_Entry):
 
 
 class SummaryEntry(_Entry):
-    """An archived-history summary written by compaction; never compacted again."""
+    """A compaction: entries ``[first_index, end_index)`` left the live view for ``archive``.
+
+    One entry records the whole compaction (one fsynced line, so a crash leaves either no
+    compaction or a complete one). It renders as the archived-history summary, takes the
+    place of what it archived in the live view, and is never compacted again.
+    """
 
     kind: Literal["summary"] = "summary"
     text: str
     archive: str
     first_index: int
     end_index: int
+    timed_out: bool = False
 
 
 class NoteEntry(_Entry):
@@ -109,16 +115,6 @@ class ReminderEntry(_Entry):
     text: str
 
 
-class CompactionEntry(_Entry):
-    """Records that entries ``[first_index, end_index)`` left the live view for ``archive``."""
-
-    kind: Literal["compaction"] = "compaction"
-    archive: str
-    first_index: int
-    end_index: int
-    timed_out: bool = False
-
-
 Entry = Annotated[
     UserEntry
     | AssistantEntry
@@ -126,8 +122,7 @@ Entry = Annotated[
     | ErrorEntry
     | SummaryEntry
     | NoteEntry
-    | ReminderEntry
-    | CompactionEntry,
+    | ReminderEntry,
     Field(discriminator="kind"),
 ]
 

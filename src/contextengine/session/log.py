@@ -14,6 +14,7 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,23 +53,31 @@ class LogRecord:
     entry: Entry
     messages: tuple[dict[str, Any], ...]
     chunks: tuple[str, ...]
+    ts: str = ""
 
     @classmethod
-    def make(cls, index: int, entry: Entry, messages: Sequence[dict[str, Any]]) -> LogRecord:
-        """Build a record, computing the canonical text of each rendered message once."""
+    def make(
+        cls, index: int, entry: Entry, messages: Sequence[dict[str, Any]], ts: str | None = None
+    ) -> LogRecord:
+        """Build a record, computing the canonical text of each rendered message once.
+
+        ``ts`` (when it was appended) is metadata of the log line, never rendered.
+        """
         msgs = tuple(messages)
-        return cls(index, entry, msgs, tuple(canonical_json(m) for m in msgs))
+        when = datetime.now(UTC).isoformat(timespec="seconds") if ts is None else ts
+        return cls(index, entry, msgs, tuple(canonical_json(m) for m in msgs), when)
 
     def to_json(self) -> str:
         """The log line for this record (without newline)."""
-        return canonical_json(
-            {
-                "v": ENTRY_FORMAT_VERSION,
-                "i": self.index,
-                "entry": self.entry.model_dump(mode="json"),
-                "messages": list(self.messages),
-            }
-        )
+        line: dict[str, Any] = {
+            "v": ENTRY_FORMAT_VERSION,
+            "i": self.index,
+            "entry": self.entry.model_dump(mode="json"),
+            "messages": list(self.messages),
+        }
+        if self.ts:
+            line["ts"] = self.ts
+        return canonical_json(line)
 
 
 @dataclass(frozen=True)
@@ -241,7 +250,10 @@ def _parse_record(path: Path, line_no: int, raw: bytes, expected_index: int) -> 
         messages = obj["messages"]
         if not isinstance(messages, list):
             raise ValueError("'messages' is not a list")
-        return LogRecord.make(expected_index, entry, messages)
+        ts = obj.get("ts", "")
+        if not isinstance(ts, str):
+            raise ValueError("'ts' is not a string")
+        return LogRecord.make(expected_index, entry, messages, ts)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from contextengine.context.render import RenderStyle, render_entry
-from contextengine.session.entries import CompactionEntry, Entry
+from contextengine.session.entries import Entry, SummaryEntry
 from contextengine.session.layout import SessionLayout, new_session_id
 from contextengine.session.log import LoadReport, LogRecord, SessionHeader, SessionLog
 
@@ -15,8 +15,9 @@ from contextengine.session.log import LoadReport, LogRecord, SessionHeader, Sess
 class Session:
     """The record of one session. ``append`` is the only mutation; entries are frozen.
 
-    ``live`` is the part of the record that requests show: every record, minus the ranges
-    that compaction entries moved to an archive. Compaction never rewrites the log.
+    ``live`` is the part of the record that requests show: every record, except those a
+    summary (a compaction) archived; the summary stands where they stood. Earlier summaries
+    are never archived again. Compaction never rewrites the log.
     """
 
     def __init__(self, layout: SessionLayout, log: SessionLog, report: LoadReport) -> None:
@@ -118,9 +119,23 @@ class Session:
 
     def _track(self, record: LogRecord) -> None:
         entry = record.entry
-        if isinstance(entry, CompactionEntry):
-            self._live = [
-                r for r in self._live if not entry.first_index <= r.index < entry.end_index
-            ]
-            self._epoch += 1
-        self._live.append(record)
+        if not isinstance(entry, SummaryEntry):
+            self._live.append(record)
+            return
+        kept = [
+            r
+            for r in self._live
+            if isinstance(r.entry, SummaryEntry)
+            or not entry.first_index <= r.index < entry.end_index
+        ]
+        at = next(
+            (
+                k
+                for k, r in enumerate(kept)
+                if r.index >= entry.first_index and not isinstance(r.entry, SummaryEntry)
+            ),
+            len(kept),
+        )
+        kept.insert(at, record)
+        self._live = kept
+        self._epoch += 1
