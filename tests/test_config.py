@@ -6,12 +6,19 @@ from contextengine.config import COMPONENT_FLAGS
 
 def test_defaults():
     c = Config()
-    assert (c.context_window, c.compaction_trigger, c.keep_rounds, c.history_mode) == (200_000, 0.8, 10, "compressed")
+    assert (c.context_window, c.compaction_trigger, c.keep_rounds, c.history_mode) == (
+        200_000,
+        0.8,
+        10,
+        "compressed",
+    )
     assert all(c.flag(f) for f in COMPONENT_FLAGS)
 
 
 def test_load_toml_and_yaml(tmp_path):
-    (tmp_path / "c.toml").write_text("context_window = 32000\ndiversity = false\nhistory_mode = 'full'\n")
+    (tmp_path / "c.toml").write_text(
+        "context_window = 32000\ndiversity = false\nhistory_mode = 'full'\n"
+    )
     c = Config.load(tmp_path / "c.toml", env={})
     assert c.context_window == 32000 and not c.flag("diversity") and c.history_mode == "full"
     (tmp_path / "c.yaml").write_text("keep_rounds: 4\ncompaction: false\n")
@@ -21,7 +28,10 @@ def test_load_toml_and_yaml(tmp_path):
 
 def test_env_overrides_file(tmp_path):
     (tmp_path / "c.toml").write_text("diversity = false\n")
-    c = Config.load(tmp_path / "c.toml", env={"CONTEXTENGINE_DIVERSITY": "yes", "CONTEXTENGINE_KEEP_ROUNDS": "3"})
+    c = Config.load(
+        tmp_path / "c.toml",
+        env={"CONTEXTENGINE_DIVERSITY": "yes", "CONTEXTENGINE_KEEP_ROUNDS": "3"},
+    )
     assert c.flag("diversity") and c.keep_rounds == 3
 
 

@@ -16,12 +16,19 @@ from contextengine import (
     UserEntry,
 )
 from contextengine.context.render import RenderStyle
-
 from support.strategies import steps
 
 TOOLS = [
-    {"name": "shell_exec", "description": "Run a command", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}},
-    {"name": "file_read", "description": "Read a file", "parameters": {"properties": {"path": {"type": "string"}}, "type": "object"}},
+    {
+        "name": "shell_exec",
+        "description": "Run a command",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+    },
+    {
+        "name": "file_read",
+        "description": "Read a file",
+        "parameters": {"properties": {"path": {"type": "string"}}, "type": "object"},
+    },
 ]
 
 
@@ -30,12 +37,21 @@ def _builder(tmp_path, config=None, system="You are a coding agent."):
 
 
 def _tool_step(session, n, content="ok", name="file_read"):
-    session.append(AssistantEntry(text=f"step {n}", tool_calls=(ToolCallRecord(id=f"c{n}", name=name, arguments_json="{}"),)))
-    return session.append(ToolResultEntry(call_id=f"c{n}", tool_name=name, status="success", content=content))
+    session.append(
+        AssistantEntry(
+            text=f"step {n}",
+            tool_calls=(ToolCallRecord(id=f"c{n}", name=name, arguments_json="{}"),),
+        )
+    )
+    return session.append(
+        ToolResultEntry(call_id=f"c{n}", tool_name=name, status="success", content=content)
+    )
 
 
 @given(st.lists(steps(), min_size=1, max_size=12), st.booleans(), st.text(max_size=20))
-def test_persisted_part_of_each_request_is_a_byte_prefix_of_the_next(tmp_path_factory, plan, diversity, tail):
+def test_persisted_part_of_each_request_is_a_byte_prefix_of_the_next(
+    tmp_path_factory, plan, diversity, tail
+):
     base = tmp_path_factory.mktemp("prefix")
     session = Session.create(base / "s", style=RenderStyle(diversity=diversity))
     builder = _builder(base)
@@ -59,7 +75,10 @@ def test_layer_order_tools_sorted_and_breakpoints(tmp_path):
     session = Session.create(tmp_path / "s")
     session.append(UserEntry(text="hello"))
     _tool_step(session, 1, content="compressed")
-    live = LiveContext(full_observations={2: FullObservation("file_read", "c1", "FULL TEXT")}, tail="## Current Task Status")
+    live = LiveContext(
+        full_observations={2: FullObservation("file_read", "c1", "FULL TEXT")},
+        tail="## Current Task Status",
+    )
     request = _builder(tmp_path).build(session, live)
     roles = [m["role"] for m in request.messages]
     assert roles == ["system", "system", "user", "assistant", "tool", "user", "user"]
@@ -68,14 +87,19 @@ def test_layer_order_tools_sorted_and_breakpoints(tmp_path):
     assert request.messages[6]["content"] == "## Current Task Status"
     assert request.tool_names == ("file_read", "shell_exec")
     assert request.breakpoints == [0, 1, 4]
-    assert request.text() == "".join(json.dumps(x, ensure_ascii=False, separators=(",", ":"), sort_keys=True) for x in [request.tools, *request.messages])
+    assert request.text() == "".join(
+        json.dumps(x, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        for x in [request.tools, *request.messages]
+    )
 
 
 def test_live_observation_and_tail_are_never_stored(tmp_path):
     session = Session.create(tmp_path / "s")
     session.append(UserEntry(text="hello"))
     _tool_step(session, 1)
-    live = LiveContext(full_observations={2: FullObservation("file_read", "c1", "FULL")}, tail="TAIL")
+    live = LiveContext(
+        full_observations={2: FullObservation("file_read", "c1", "FULL")}, tail="TAIL"
+    )
     _builder(tmp_path).build(session, live)
     log = (tmp_path / "s" / "session.jsonl").read_text()
     assert "FULL" not in log and "TAIL" not in log
@@ -101,7 +125,10 @@ def test_l2_change_is_reported_as_the_cause_of_a_break(tmp_path):
     report = monitor.observe(builder.build(session))
     assert report.cache_break is not None
     assert report.cache_break.cause == "l2_changed"
-    assert "rule one" in report.cache_break.old_snippet and "rule two" in report.cache_break.new_snippet
+    assert (
+        "rule one" in report.cache_break.old_snippet
+        and "rule two" in report.cache_break.new_snippet
+    )
 
 
 def test_l1_and_tool_changes_are_reported(tmp_path):
@@ -133,7 +160,10 @@ def test_round_scratchpad_mode_shows_full_observations_of_the_round(tmp_path):
     session.append(AssistantEntry(text="done"))
     start = session.append(UserEntry(text="new round")).index
     record = _tool_step(session, 1, content="short")
-    live = LiveContext(full_observations={record.index: FullObservation("file_read", "c1", "FULL BODY")}, round_start=start)
+    live = LiveContext(
+        full_observations={record.index: FullObservation("file_read", "c1", "FULL BODY")},
+        round_start=start,
+    )
     request = _builder(tmp_path, config).build(session, live)
     assert request.segments.history == 2
     assert request.messages[-1]["role"] == "tool"

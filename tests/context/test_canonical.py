@@ -13,14 +13,23 @@ from pydantic import BaseModel
 from contextengine import canonical_json
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
 
 def test_sorted_keys_fixed_separators_non_ascii_kept():
-    assert canonical_json({"b": 1, "a": [1, 2], "c": "héllo 你好"}) == '{"a":[1,2],"b":1,"c":"héllo 你好"}'
+    assert (
+        canonical_json({"b": 1, "a": [1, 2], "c": "héllo 你好"})
+        == '{"a":[1,2],"b":1,"c":"héllo 你好"}'
+    )
 
 
 def test_nested_structures_tuples_models_dataclasses_enums():
@@ -36,7 +45,12 @@ def test_nested_structures_tuples_models_dataclasses_enums():
         z: int
         a: tuple[int, ...]
 
-    value = {"p": Point(y=2, x=1), "m": Model(z=3, a=(1, 2)), "c": Color.RED, "t": (1, {"b": 2, "a": 1})}
+    value = {
+        "p": Point(y=2, x=1),
+        "m": Model(z=3, a=(1, 2)),
+        "c": Color.RED,
+        "t": (1, {"b": 2, "a": 1}),
+    }
     assert canonical_json(value) == (
         '{"c":"red","m":{"a":[1,2],"z":3},"p":{"x":1,"y":2},"t":[1,{"a":1,"b":2}]}'
     )
@@ -78,6 +92,8 @@ def test_identical_bytes_across_processes_and_hash_seeds():
     outputs = set()
     for seed in ("0", "1", "12345", "random"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        result = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
         outputs.add(result.stdout)
     assert len(outputs) == 1

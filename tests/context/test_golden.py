@@ -35,7 +35,11 @@ TOOLS = [
     {
         "name": "file_read",
         "description": "Read a file with numbered lines.",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
     },
 ]
 
@@ -50,7 +54,11 @@ def _golden_request(tmp_path: Path) -> dict:
     session.append(
         AssistantEntry(
             text="Let me look at the file first.",
-            tool_calls=(ToolCallRecord(id="call_2_0", name="file_read", arguments_json='{"path":"hello.py"}'),),
+            tool_calls=(
+                ToolCallRecord(
+                    id="call_2_0", name="file_read", arguments_json='{"path":"hello.py"}'
+                ),
+            ),
         )
     )
     session.append(
@@ -64,7 +72,11 @@ def _golden_request(tmp_path: Path) -> dict:
     session.append(
         AssistantEntry(
             text="Running it.",
-            tool_calls=(ToolCallRecord(id="call_4_0", name="shell_exec", arguments_json='{"command":"python hello.py"}'),),
+            tool_calls=(
+                ToolCallRecord(
+                    id="call_4_0", name="shell_exec", arguments_json='{"command":"python hello.py"}'
+                ),
+            ),
         )
     )
     session.append(
@@ -78,16 +90,26 @@ def _golden_request(tmp_path: Path) -> dict:
     )
     builder = ContextBuilder(system_prompt=SYSTEM, tools=TOOLS, project_root=project)
     live = LiveContext(
-        full_observations={5: FullObservation("shell_exec", "call_4_0", "NameError: name 'x' is not defined")},
+        full_observations={
+            5: FullObservation("shell_exec", "call_4_0", "NameError: name 'x' is not defined")
+        },
         tail="## Current Task Status\n**Objective**: greet\n[>] Step 1: fix hello.py",
     )
     request = builder.build(session, live)
-    return {"tools": request.tools, "messages": request.messages, "breakpoints": request.breakpoints}
+    return {
+        "tools": request.tools,
+        "messages": request.messages,
+        "breakpoints": request.breakpoints,
+    }
 
 
 def test_rendered_request_matches_golden_file(tmp_path):
-    actual = json.dumps(_golden_request(tmp_path), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    actual = (
+        json.dumps(_golden_request(tmp_path), ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    )
     path = GOLDEN / "request_basic.json"
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(actual, encoding="utf-8")
-    assert actual == path.read_text(encoding="utf-8"), "rendered prefix changed: review, then UPDATE_GOLDEN=1"
+    assert actual == path.read_text(encoding="utf-8"), (
+        "rendered prefix changed: review, then UPDATE_GOLDEN=1"
+    )

@@ -25,7 +25,9 @@ def _fill(session: Session, n: int) -> None:
         call = ToolCallRecord(id=f"c{i}", name="file_read", arguments_json=f'{{"path":"f{i}.py"}}')
         session.append(AssistantEntry(text="reading", tool_calls=(call,)))
         session.append(
-            ToolResultEntry(call_id=f"c{i}", tool_name="file_read", status="success", content=f"line {i}")
+            ToolResultEntry(
+                call_id=f"c{i}", tool_name="file_read", status="success", content=f"line {i}"
+            )
         )
 
 
@@ -50,7 +52,16 @@ def test_entries_are_frozen_and_records_read_only(tmp_path):
     assert not hasattr(records, "append") and not hasattr(records, "__setitem__")
     assert not hasattr(records, "__delitem__")
     public = {n for n in dir(s) if not n.startswith("_")}
-    assert not public & {"delete", "remove", "edit", "replace", "pop", "insert", "clear", "truncate"}
+    assert not public & {
+        "delete",
+        "remove",
+        "edit",
+        "replace",
+        "pop",
+        "insert",
+        "clear",
+        "truncate",
+    }
 
 
 def test_create_refuses_to_overwrite_a_log(tmp_path):

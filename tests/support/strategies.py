@@ -33,7 +33,11 @@ def steps(draw: st.DrawFn) -> list:
     if kind == "error":
         return [ErrorEntry(error_class="invalid_reply", message=draw(texts))]
     calls = [
-        ToolCallRecord(id=f"c{n}_{k}", name=draw(st.sampled_from(["file_read", "shell_exec"])), arguments_json="{}")
+        ToolCallRecord(
+            id=f"c{n}_{k}",
+            name=draw(st.sampled_from(["file_read", "shell_exec"])),
+            arguments_json="{}",
+        )
         for k in range(draw(st.integers(1, 3)))
     ]
     results = [

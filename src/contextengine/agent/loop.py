@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import re
 import threading
 import time
@@ -18,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from contextengine.agent.compaction import Compactor
 from contextengine.agent.events import (
     AgentEvent,
     Done,
@@ -31,14 +33,15 @@ from contextengine.agent.events import (
 from contextengine.agent.hooks import Harness, HookResult, NullHarness
 from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
 from contextengine.agent.text_protocol import parse_text_reply
-from contextengine.compress.externalize import Externalizer
+from contextengine.compress.externalize import CompressedRef, Externalizer
 from contextengine.compress.observation import ObservationProcessor
 from contextengine.config import Config
 from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
 from contextengine.context.mentions import add_mention_reminders
-from contextengine.context.monitor import PrefixMonitor
+from contextengine.context.monitor import PrefixMonitor, PrefixReport
 from contextengine.context.render import RenderStyle
 from contextengine.context.request import Request
+from contextengine.context.tokens import estimate_tokens
 from contextengine.errors import ContextEngineError, ProviderError
 from contextengine.measure.usage_log import UsageLog, UsageRecord
 from contextengine.providers.base import Provider
@@ -111,13 +114,18 @@ class Agent:
         self.tool_context = ToolContext(
             Workspace(self.workspace, extra_roots=(self.session.directory,))
         )
+        self.externalizer = Externalizer(
+            self.session.layout.artifacts, self.tool_context.workspace.display
+        )
         self.processor = ObservationProcessor(
-            Externalizer(self.session.layout.artifacts, self.tool_context.workspace.display),
+            self.externalizer,
             mode=self.config.effective_history_mode,
             externalize=self.config.flag("externalize"),
         )
         self.harness: Harness = harness or NullHarness()
+        self.compactor = Compactor(self.session, self.config, self.tool_context.workspace.display)
         self.last_input_tokens = 0
+        self._last_main_chars = 0
         self._calls = 0
 
     @classmethod
@@ -128,6 +136,12 @@ class Agent:
         session = Session.open(session_dir)
         meta = json.loads((session.directory / META_FILE).read_text(encoding="utf-8"))
         return cls(provider, meta["workspace"], config, _session=session)
+
+    def recover(self, ref: CompressedRef | str) -> str:
+        """The original text behind a ``compressed_ref`` (object or its JSON), byte for byte."""
+        return self.externalizer.recover(
+            CompressedRef.from_json(ref) if isinstance(ref, str) else ref
+        )
 
     @property
     def session_dir(self) -> Path:
@@ -163,19 +177,21 @@ class Agent:
     def stream(self, message: str) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``."""
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
+        if self.compactor.needed(self.last_input_tokens, len(text)):
+            yield from self._compact(LiveContext(tail=self._tail()))
         round_start = self.session.append(UserEntry(text=text)).index
         yield from self._apply(self.harness.start_turn(text))
         live: dict[int, FullObservation] = {}
         retried_answer = rebooting = False
         for step in range(self.config.max_steps):
             yield from self._apply(self.harness.before_step(step))
-            tail = self.harness.task_status() if self.config.flag("recitation") else None
-            request = self.builder.build(
-                self.session,
-                LiveContext(live, round_start, tail),
-                purpose="reboot" if rebooting else "main",
-                mask=NO_TOOLS if rebooting else self.mask,
-            )
+            context = LiveContext(live, round_start, self._tail())
+            request = self._build(context, rebooting)
+            grown = request.total_chars - self._last_main_chars
+            if self.compactor.needed(self.last_input_tokens, grown) and (
+                yield from self._compact(context)
+            ):
+                request = self._build(context, rebooting)
             try:
                 reply = yield from self._ask(request)
             except ProviderError as exc:
@@ -228,6 +244,35 @@ class Agent:
                     rebooting = True
         yield from self._finish(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
 
+    def _tail(self) -> str | None:
+        return self.harness.task_status() if self.config.flag("recitation") else None
+
+    def _build(self, context: LiveContext, rebooting: bool) -> Request:
+        return self.builder.build(
+            self.session,
+            context,
+            purpose="reboot" if rebooting else "main",
+            mask=NO_TOOLS if rebooting else self.mask,
+        )
+
+    def _compact(self, context: LiveContext) -> Generator[AgentEvent, None, bool]:
+        def summary_request(instruction: str) -> Request:
+            return self.builder.build(
+                self.session,
+                context,
+                purpose="summary",
+                mask=NO_TOOLS,
+                extra=({"role": "user", "content": instruction},),
+            )
+
+        compacted = yield from self.compactor.run(summary_request, self._ask_side)
+        if compacted:
+            # The provider's last usage describes the history before compaction.
+            after = self.builder.build(self.session, context)
+            self.last_input_tokens = estimate_tokens(after.total_chars)
+            self._last_main_chars = after.total_chars
+        return compacted
+
     def _apply(self, hook: HookResult) -> Iterator[AgentEvent]:
         for entry in hook.entries:
             self.session.append(entry)
@@ -250,12 +295,45 @@ class Agent:
                 reply = event.reply
         if reply is None:
             raise ProviderError("the provider's stream ended without a reply")
+        return (yield from self._account(request, reply, report, started))
+
+    def _ask_side(
+        self, request: Request, timeout_s: float
+    ) -> Generator[AgentEvent, None, ModelReply | None]:
+        """A side call (summary) without streaming; ``None`` when it timed out.
+
+        The call runs in a daemon thread so a hung provider cannot hold the run; a late
+        answer is dropped.
+        """
+        report = self.monitor.observe(request)
+        started = time.perf_counter()
+        box: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=1)
+
+        def call() -> None:
+            try:
+                box.put((True, self.provider.complete(request)))
+            except BaseException as exc:  # handed to the waiting loop
+                box.put((False, exc))
+
+        threading.Thread(target=call, name="contextengine-side-call", daemon=True).start()
+        try:
+            ok, value = box.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+        if not ok:
+            raise value  # type: ignore[misc]
+        return (yield from self._account(request, value, report, started))  # type: ignore[arg-type]
+
+    def _account(
+        self, request: Request, reply: ModelReply, report: PrefixReport, started: float
+    ) -> Generator[AgentEvent, None, ModelReply]:
         usage = reply.usage
         if not usage.latency_s:
             usage = replace(usage, latency_s=time.perf_counter() - started)
         self._calls += 1
         if request.purpose == "main":
-            self.last_input_tokens = usage.input_tokens
+            self.last_input_tokens = usage.input_tokens or estimate_tokens(request.total_chars)
+            self._last_main_chars = request.total_chars
         self.usage_log.append(UsageRecord.of(self._calls, request.purpose, usage, report))
         brk = report.cache_break
         yield UsageEvent(
