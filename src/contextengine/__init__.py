@@ -3,6 +3,9 @@
 The public surface is re-exported here; importing the package has no side effects.
 """
 
+from contextengine.agent.events import RunResult
+from contextengine.agent.loop import Agent
+from contextengine.compress.externalize import CompressedRef
 from contextengine.config import Config
 from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
 from contextengine.context.canonical import canonical_json
@@ -20,6 +23,7 @@ from contextengine.errors import (
     WorkspaceError,
 )
 from contextengine.providers.base import Provider
+from contextengine.providers.factory import PROVIDER_NAMES, make_provider
 from contextengine.providers.scripted import ScriptedProvider
 from contextengine.session.entries import (
     AssistantEntry,
@@ -37,8 +41,11 @@ from contextengine.tools.spec import ToolSpec
 from contextengine.types import ModelReply, ToolCall, Usage
 
 __all__ = [
+    "PROVIDER_NAMES",
+    "Agent",
     "AssistantEntry",
     "CacheBreak",
+    "CompressedRef",
     "Config",
     "ConfigError",
     "ContextBuilder",
@@ -55,6 +62,7 @@ __all__ = [
     "ProviderError",
     "ReminderEntry",
     "Request",
+    "RunResult",
     "ScriptedProvider",
     "Session",
     "SessionLogError",
@@ -71,6 +79,7 @@ __all__ = [
     "add_mention_reminders",
     "canonical_json",
     "find_mentions",
+    "make_provider",
     "scrub_dynamic",
     "scrub_report",
 ]
