@@ -1,0 +1,62 @@
+"""The 5-Question Reboot Test (R8.5, seed 004 §3.3) and the reading of its answer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+REBOOT_QUESTIONS: tuple[str, ...] = (
+    "What is my original goal?",
+    "What have I tried so far?",
+    "What went wrong?",
+    "What should I try differently?",
+    "Should I ask for human help?",
+)
+PROGRESS_TAIL_CHARS = 500
+
+_HUMAN_HELP = re.compile(
+    r"^[\s*_`>-]*HUMAN_HELP[*_`]*\s*:\s*(yes|no)\b[\s*_`]*(?:[-–—:]\s*)?(.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+NO_QUESTION = "The agent asked for human help after three failures of the same kind."
+
+
+def reboot_prompt(error_classes: Sequence[str], plan_text: str, progress_text: str) -> str:
+    """The reboot prompt: why, the five questions, the plan, the end of progress.md."""
+    classes = ", ".join(f"`{c}`" for c in error_classes)
+    questions = "\n".join(f"{n}. {q}" for n, q in enumerate(REBOOT_QUESTIONS, 1))
+    tail = progress_text[-PROGRESS_TAIL_CHARS:]
+    return (
+        "## 5-Question Reboot Test\n"
+        f"3-strike protocol: errors of class {classes} happened three times. Stop retrying "
+        "the same approach. Tools are disabled for this answer: think it through instead.\n\n"
+        f"Answer these five questions, one by one:\n{questions}\n\n"
+        f"### Task plan (task_plan.md)\n{plan_text.rstrip() or '(still empty)'}\n\n"
+        f"### What I've tried (last {PROGRESS_TAIL_CHARS} characters of progress.md)\n"
+        f"{tail.strip()}\n\n"
+        "End your answer with exactly one line that answers question 5 for the harness:\n"
+        "HUMAN_HELP: no\n"
+        "or\n"
+        "HUMAN_HELP: yes - <the question you need a human to answer>"
+    )
+
+
+@dataclass(frozen=True)
+class HumanHelp:
+    """The answer to question 5: whether a human is needed, and the question for them."""
+
+    needed: bool
+    question: str = ""
+
+
+def human_help(answer: str) -> HumanHelp:
+    """Read the last ``HUMAN_HELP:`` line of a reboot answer (none means no help asked)."""
+    found = list(_HUMAN_HELP.finditer(answer))
+    if not found:
+        return HumanHelp(False)
+    last = found[-1]
+    if last.group(1).lower() != "yes":
+        return HumanHelp(False)
+    question = last.group(2).strip().strip("*_`").strip()
+    return HumanHelp(True, question or NO_QUESTION)

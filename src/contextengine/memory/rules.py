@@ -1,0 +1,263 @@
+"""The behaviour rules of working memory (R4.3, R8.2, R8.3, R8.5) as a fold over the log.
+
+``RuleState.observe`` is fed every record of the session log in order, so the counters
+after a restart are exactly those before it (R8.6): nothing is kept that the log does not
+say. The reminders it asks for use constant wrapper text, so the same reminder is the
+same bytes, and none repeats while nothing changed:
+
+* plan recitation: due when the plan changed since it was last recited, or when
+  ``RECITE_EVERY`` model calls passed since, or when it is not in view (never recited, or
+  compacted away); checked at session start, before high-risk tools and before every
+  model call (the periodic check ignores a mere change: the model just made it);
+* 2-action rule: due after ``INFO_ACTIONS_PER_FINDING`` information-gathering actions
+  with no finding recorded and no 2-action reminder since;
+* 3-strike: an error class reaching ``STRIKES`` failures (tool errors only) since its
+  last reboot. A reboot resets the classes that triggered it, so three *more* failures
+  of that class trigger the next one; success does not reset a count (R5.3 counts errors,
+  not streaks).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from contextengine.session.entries import (
+    AssistantEntry,
+    ErrorEntry,
+    NoteEntry,
+    ReminderEntry,
+    SummaryEntry,
+    ToolCallRecord,
+    ToolResultEntry,
+    UserEntry,
+)
+from contextengine.session.log import LogRecord
+
+RECITE_EVERY = 5
+INFO_ACTIONS_PER_FINDING = 2
+STRIKES = 3
+
+PLAN_RULE = "plan"
+TWO_ACTION_RULE = "2-action"
+STRIKE_RULE = "3-strike"
+FINDING_TOOL = "memory_finding_add"
+
+RecitationReason = Literal["session start", "high-risk tool", "periodic", "3-strike"]
+
+INFO_TOOLS = frozenset({"file_read", "file_grep", "file_glob", "file_ls"})
+_INSPECT_COMMANDS = frozenset(
+    {
+        "cat",
+        "head",
+        "tail",
+        "less",
+        "more",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "find",
+        "ls",
+        "tree",
+        "wc",
+        "file",
+        "stat",
+        "du",
+        "df",
+        "pwd",
+        "which",
+        "whereis",
+        "type",
+        "env",
+        "printenv",
+        "diff",
+        "cmp",
+        "nl",
+        "sort",
+        "uniq",
+        "cut",
+        "jq",
+    }
+)
+_INSPECT_GIT = frozenset({"log", "show", "diff", "status", "blame", "grep", "ls-files", "branch"})
+_SEGMENTS = re.compile(r"\|\||&&|[|;\n]")
+
+TWO_ACTION_TEXT = (
+    "2-action rule: you made two information-gathering actions since your last recorded "
+    "finding. Record what you learned with memory_finding_add (title, content, source) "
+    "before going on, so it survives in findings.md."
+)
+_PLAN_OPEN = "<task_plan>"
+_PLAN_CLOSE = "</task_plan>"
+
+
+def plan_reminder_text(reason: RecitationReason, plan_text: str, where: str | None) -> str:
+    """The plan-recitation reminder: a constant sentence per reason, then the plan
+    (``plan_text`` is empty while the plan is still the empty template)."""
+    intro = {
+        "session start": "Plan recitation (session start): read your plan before you begin.",
+        "high-risk tool": "Plan recitation (high-risk action): check that it fits the plan.",
+        "periodic": "Plan recitation (periodic): check that your work still follows the plan.",
+        "3-strike": "Plan recitation (3-strike): re-read the plan before deciding what next.",
+    }[reason]
+    lines = [intro]
+    if where is not None:
+        lines.append(
+            f"Working memory files (read them with file_read): {where}/task_plan.md, "
+            f"{where}/findings.md, {where}/progress.md."
+        )
+    if plan_text.strip():
+        lines.append(
+            "Keep the plan current with memory_plan_update or todo_write when it no longer "
+            "matches what you are doing."
+        )
+    else:
+        lines.append("Your plan is still empty: write it with memory_plan_update or todo_write.")
+    body = f"{plan_text.rstrip()}\n" if plan_text.strip() else ""
+    return "\n".join(lines) + f"\n{_PLAN_OPEN}\n{body}{_PLAN_CLOSE}"
+
+
+def recited_plan(reminder_text: str) -> str | None:
+    """The plan text inside a plan-recitation reminder."""
+    start = reminder_text.find(_PLAN_OPEN + "\n")
+    end = reminder_text.rfind(_PLAN_CLOSE)
+    if start == -1 or end < start:
+        return None
+    return reminder_text[start + len(_PLAN_OPEN) + 1 : end].rstrip("\n")
+
+
+def is_info_gathering(tool: str, arguments: dict[str, Any]) -> bool:
+    """Reads, searches, listings, and shell commands that only inspect."""
+    if tool in INFO_TOOLS:
+        return True
+    command = arguments.get("command")
+    return tool == "shell_exec" and isinstance(command, str) and is_inspection(command)
+
+
+def is_inspection(command: str) -> bool:
+    """Whether every part of a shell command line only reads (no redirect into a file)."""
+    if ">" in command.replace("2>&1", "").replace(">/dev/null", "").replace("> /dev/null", ""):
+        return False
+    parts = [p.strip() for p in _SEGMENTS.split(command) if p.strip()]
+    if not parts:
+        return False
+    for part in parts:
+        try:
+            words = shlex.split(part)
+        except ValueError:
+            return False
+        while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+            words = words[1:]
+        if not words:
+            return False
+        program = words[0].rsplit("/", 1)[-1]
+        if program == "cd":
+            continue
+        if program == "git":
+            if len(words) < 2 or words[1] not in _INSPECT_GIT:
+                return False
+        elif program == "sed":
+            if "-n" not in words or any(w.startswith("-i") for w in words):
+                return False
+        elif program not in _INSPECT_COMMANDS:
+            return False
+    return True
+
+
+def is_high_risk(tool: str, arguments: dict[str, Any], target_exists: bool) -> bool:
+    """Shell commands, deletions, and writes over an existing file."""
+    if tool == "shell_exec" or "delete" in tool or "remove" in tool:
+        return True
+    return tool == "file_write" and target_exists
+
+
+@dataclass
+class RuleState:
+    """Counters of one session, folded from its log records."""
+
+    iterations: int = 0
+    strikes: Counter[str] = field(default_factory=Counter)
+    other_errors: Counter[str] = field(default_factory=Counter)
+    info_actions: int = 0
+    last_plan: str | None = None
+    last_plan_at: int = 0
+    awaiting_reboot: bool = False
+    first_user_text: str | None = None
+    open_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
+    notes: set[tuple[str, str]] = field(default_factory=set)
+
+    def observe(self, record: LogRecord) -> None:
+        """Fold one appended record into the counters."""
+        entry = record.entry
+        if isinstance(entry, UserEntry):
+            if self.first_user_text is None:
+                self.first_user_text = entry.text
+        elif isinstance(entry, AssistantEntry):
+            self.iterations += 1
+            self.awaiting_reboot = False
+            self.open_calls = {c.id: c for c in entry.tool_calls}
+        elif isinstance(entry, ToolResultEntry):
+            self._tool_result(entry)
+        elif isinstance(entry, ErrorEntry):
+            self.other_errors[entry.error_class] += 1
+        elif isinstance(entry, NoteEntry):
+            self.notes.add((entry.source, entry.text))
+        elif isinstance(entry, ReminderEntry):
+            self._reminder(entry)
+        elif isinstance(entry, SummaryEntry):
+            # What compaction archived is out of sight: let the plan and notes come back.
+            self.last_plan = None
+            self.notes.clear()
+
+    def _tool_result(self, entry: ToolResultEntry) -> None:
+        call = self.open_calls.pop(entry.call_id, None)
+        if entry.status == "error":
+            if entry.error_class:
+                self.strikes[entry.error_class] += 1
+            return
+        if entry.tool_name == FINDING_TOOL:
+            self.info_actions = 0
+            return
+        try:
+            arguments = call.as_call().arguments() if call is not None else {}
+        except ValueError:
+            arguments = {}
+        if is_info_gathering(entry.tool_name, arguments):
+            self.info_actions += 1
+
+    def _reminder(self, entry: ReminderEntry) -> None:
+        if entry.rule == TWO_ACTION_RULE:
+            self.info_actions = 0
+        elif entry.rule == PLAN_RULE:
+            self.last_plan = recited_plan(entry.text)
+            self.last_plan_at = self.iterations
+        elif entry.rule == STRIKE_RULE:
+            for name in self.struck():
+                del self.strikes[name]
+            self.awaiting_reboot = True
+
+    @property
+    def batch_done(self) -> bool:
+        """Whether every tool call of the last assistant reply has its result."""
+        return not self.open_calls
+
+    def struck(self) -> list[str]:
+        """Error classes at or over the strike limit, most failures first."""
+        return [name for name, n in self.strikes.most_common() if n >= STRIKES]
+
+    def plan_due(self, plan_text: str, *, periodic_only: bool = False) -> bool:
+        """Whether reciting ``plan_text`` now is not a repeat (see the module docstring)."""
+        if self.awaiting_reboot:
+            return False
+        if self.last_plan is None or self.iterations - self.last_plan_at >= RECITE_EVERY:
+            return True
+        return not periodic_only and self.last_plan != plan_text.rstrip()
+
+    def two_action_due(self) -> bool:
+        """Whether the 2-action reminder is due."""
+        return not self.awaiting_reboot and self.info_actions >= INFO_ACTIONS_PER_FINDING

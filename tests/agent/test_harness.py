@@ -1,0 +1,402 @@
+"""The default harness through the public Agent API and the scripted provider."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+from contextengine import Config, ReminderEntry, ScriptedProvider
+from contextengine.agent.events import MemoryUpdate
+from contextengine.agent.hooks import NullHarness
+from contextengine.agent.loop import Agent
+from contextengine.memory.reboot import REBOOT_QUESTIONS
+from contextengine.session.entries import (
+    AssistantEntry,
+    NoteEntry,
+    ToolResultEntry,
+    UserEntry,
+)
+
+TAIL_HEADING = "## Current Task Status"
+MEMORY_FILES = ("task_plan.md", "findings.md", "progress.md")
+
+
+def call(name: str, **arguments) -> dict:
+    return {"name": name, "arguments": arguments}
+
+
+def step(*calls: dict, content: str = "Working.") -> dict:
+    return {"content": content, "tool_calls": list(calls)}
+
+
+def failing_python() -> dict:
+    return call("shell_exec", command=f"{sys.executable} -c 'print(undefined_name)'")
+
+
+def todo(*items: tuple[str, str]) -> dict:
+    return call("todo_write", todos=[{"content": c, "status": s} for c, s in items])
+
+
+def make_agent(tmp_path: Path, script, config: Config | None = None, **kwargs):
+    provider = ScriptedProvider(script)
+    agent = Agent(provider, tmp_path / "ws", config or Config(), **kwargs)
+    return agent, provider
+
+
+def entries(agent: Agent, kind: type) -> list:
+    return [r.entry for r in agent.session.records if isinstance(r.entry, kind)]
+
+
+def plan_reminders(agent: Agent) -> list[str]:
+    return [e.text.splitlines()[0] for e in entries(agent, ReminderEntry) if e.rule == "plan"]
+
+
+def main_requests(provider: ScriptedProvider):
+    return [r for r in provider.requests if r.purpose == "main"]
+
+
+def test_memory_files_exist_from_the_start_and_every_change_is_an_event(tmp_path):
+    script = [
+        step(todo(("Write a.txt", "in_progress"), ("Run python", "pending"))),
+        step(call("file_write", path="a.txt", content="hello\n")),
+        step(failing_python()),
+        step(call("memory_finding_add", title="Python", content="undefined_name is undefined")),
+        step(call("shell_exec", command="cat a.txt")),
+        {"content": "a.txt holds hello; the python probe failed with a NameError as expected."},
+    ]
+    agent, _ = make_agent(tmp_path, script)
+    for name in MEMORY_FILES:
+        assert (agent.session_dir / name).exists()
+    assert (agent.session_dir / "findings.md").read_text() == "# Research Findings\n"
+    events = list(agent.stream("Write a.txt and probe python."))
+
+    shown = {}
+    for event in events:
+        if isinstance(event, MemoryUpdate):
+            shown[event.file] = event.content
+    assert shown == {n: (agent.session_dir / n).read_text() for n in MEMORY_FILES}
+    updates = [e.file for e in events if isinstance(e, MemoryUpdate)]
+    assert updates[:3] == list(MEMORY_FILES), "the templates are shown first"
+    assert updates.count("progress.md") >= 5 + 2, "start, five calls, end"
+
+    progress = (agent.session_dir / "progress.md").read_text()
+    for line in (
+        "✅ Session Started",
+        "🔧 Tool Call: todo_write",
+        "🔧 Tool Call: file_write",
+        "❌ ERROR (attempt 1): NameError",
+        "🔧 Tool Call: memory_finding_add",
+        "**Command**: `cat a.txt`",
+        "🏁 Turn Ended: completed",
+    ):
+        assert line in progress
+    assert "NameError: name 'undefined_name' is not defined" in progress
+    assert "1. [>] Write a.txt" in (agent.session_dir / "task_plan.md").read_text()
+    assert "undefined_name is undefined" in (agent.session_dir / "findings.md").read_text()
+
+
+def test_third_error_of_a_class_reboots_and_can_hand_over_to_a_human(tmp_path):
+    script = [
+        step(failing_python()),
+        step(failing_python()),
+        step(failing_python()),
+        {
+            "content": "1. Probe python.\n2. Three runs.\n3. The name is undefined.\n4. Define it.\n"
+            "5. Yes.\nHUMAN_HELP: yes - Which variable should the script print?"
+        },
+    ]
+    agent, provider = make_agent(tmp_path, script)
+    result = agent.run("Probe python.")
+    assert result.status == "needs_human"
+    assert result.error == "Which variable should the script print?"
+
+    progress = (agent.session_dir / "progress.md").read_text()
+    assert "❌ ERROR (attempt 1): NameError" in progress
+    assert "❌ ERROR (attempt 2): NameError" in progress
+    assert "❌ ERROR (attempt 3): NameError 🚨 3-STRIKE TRIGGERED" in progress
+    assert "**Human help**: yes - Which variable should the script print?" in progress
+
+    reminders = entries(agent, ReminderEntry)
+    assert [r.rule for r in reminders[-2:]] == ["plan", "3-strike"]
+    assert reminders[-2].text.startswith("Plan recitation (3-strike)")
+
+    reboot, previous = provider.requests[-1], provider.requests[-2]
+    assert reboot.purpose == "reboot" and previous.purpose == "main"
+    assert reboot.tools == previous.tools == provider.requests[0].tools
+    assert reboot.mask is not None and reboot.mask.allow == ()
+    persisted = previous.segments.persisted
+    assert reboot.messages[:persisted] == previous.messages[:persisted]
+    assert reboot.text().startswith("".join(previous.chunks[: previous.persisted_chunks]))
+    prompt = next(m["content"] for m in reboot.messages if "5-Question Reboot" in m["content"])
+    assert all(q in prompt for q in REBOOT_QUESTIONS)
+    assert "HUMAN_HELP: no" in prompt
+
+
+def test_a_human_answer_continues_the_run_and_the_struck_class_starts_over(tmp_path):
+    asked = []
+    script = [
+        step(failing_python()),
+        step(failing_python()),
+        step(failing_python()),
+        {"content": "I keep failing.\nHUMAN_HELP: yes - What should it print?"},
+        step(failing_python(), content="Trying once more with the human's hint."),
+        {"content": "The script should print a greeting; the human confirmed the plan."},
+    ]
+
+    def ask_human(question: str) -> str:
+        asked.append(question)
+        return "Print 'hello' instead."
+
+    agent, provider = make_agent(tmp_path, script, ask_human=ask_human)
+    result = agent.run("Probe python.")
+    assert result.status == "completed"
+    assert asked == ["What should it print?"]
+    assert entries(agent, UserEntry)[-1].text == "Print 'hello' instead."
+    assert [r.purpose for r in provider.requests].count("reboot") == 1
+    assert (
+        "❌ ERROR (attempt 1): NameError"
+        in ((agent.session_dir / "progress.md").read_text().split("🔄 5-Question Reboot")[1])
+    )
+
+
+def test_no_human_needed_goes_on_without_asking(tmp_path):
+    script = [
+        step(failing_python()),
+        step(failing_python()),
+        step(failing_python()),
+        {"content": "I will define the name first.\nHUMAN_HELP: no"},
+        {"content": "Defined the name and the probe prints as it should."},
+    ]
+    agent, provider = make_agent(tmp_path, script, ask_human=lambda q: "unused")
+    assert agent.run("Probe python.").status == "completed"
+    assert [r.purpose for r in provider.requests] == ["main"] * 3 + ["reboot", "main"]
+
+
+def test_two_action_rule_reminds_after_two_reads_and_not_again_without_change(tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.py").write_text("A = 1\n")
+    script = [
+        step(call("file_read", path="a.py")),
+        step(call("file_grep", pattern="A")),
+        step(call("file_write", path="b.py", content="B = 2\n")),
+        step(call("file_ls")),
+        step(call("memory_finding_add", title="a.py", content="A is 1")),
+        step(call("file_glob", pattern="*.py")),
+        step(call("shell_exec", command="cat b.py | wc -l")),
+        {"content": "a.py sets A = 1 and b.py sets B = 2; findings are recorded."},
+    ]
+    agent, _ = make_agent(tmp_path, script)
+    agent.run("Look around.")
+    kinds = []
+    for record in agent.session.records:
+        entry = record.entry
+        if isinstance(entry, ToolResultEntry):
+            kinds.append(entry.tool_name)
+        elif isinstance(entry, ReminderEntry) and entry.rule == "2-action":
+            kinds.append("REMIND")
+    assert kinds == [
+        "file_read",
+        "file_grep",
+        "REMIND",
+        "file_write",
+        "file_ls",
+        "memory_finding_add",
+        "file_glob",
+        "shell_exec",
+        "REMIND",
+    ]
+    texts = {e.text for e in entries(agent, ReminderEntry) if e.rule == "2-action"}
+    assert len(texts) == 1, "constant wrapper text"
+
+
+def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
+    script = [
+        step(call("file_ls")),
+        step(call("shell_exec", command="true")),
+        step(todo(("Look", "done"), ("Run", "in_progress"))),
+        step(call("shell_exec", command="true")),
+        step(call("shell_exec", command="true")),
+        *[step(call("file_write", path=f"f{k}.txt", content="x")) for k in range(4)],
+        {"content": "Ran the commands and wrote four files as planned."},
+    ]
+    agent, provider = make_agent(tmp_path, script)
+    agent.run("Run things.")
+    assert plan_reminders(agent) == [
+        "Plan recitation (session start): read your plan before you begin.",
+        "Plan recitation (high-risk action): check that it fits the plan.",
+        "Plan recitation (periodic): check that your work still follows the plan.",
+    ]
+    first = next(r for r in agent.session.records if isinstance(r.entry, ReminderEntry))
+    assert "task_plan.md" in first.entry.text and ".contextengine/sessions/" in first.entry.text
+    records = agent.session.records
+    risky = next(
+        k
+        for k, r in enumerate(records)
+        if isinstance(r.entry, ReminderEntry) and "high-risk" in r.entry.text
+    )
+    assert isinstance(records[risky - 1].entry, ToolResultEntry)
+    assert records[risky - 1].entry.tool_name == "shell_exec"
+    assert "[>] Run" in records[risky].entry.text, "the changed plan is what gets recited"
+
+    for request in main_requests(provider):
+        assert request.messages[-1]["role"] == "user"
+        assert request.messages[-1]["content"].startswith(TAIL_HEADING)
+    assert "**Objective**: Run things." in main_requests(provider)[0].messages[-1]["content"]
+    assert "[>] Step 2: Run" in main_requests(provider)[-1].messages[-1]["content"]
+    assert TAIL_HEADING not in (agent.session_dir / "session.jsonl").read_text()
+
+
+def test_reminders_never_split_a_batch_of_calls_from_its_results(tmp_path):
+    script = [
+        step(failing_python()),
+        step(failing_python()),
+        step(failing_python(), call("file_read", path="missing.txt"), failing_python()),
+        {"content": "Thinking it over.\nHUMAN_HELP: no"},
+        {"content": "Stopped probing; the name is undefined in every run."},
+    ]
+    agent, provider = make_agent(tmp_path, script)
+    agent.run("Probe.")
+    reboot = next(r for r in provider.requests if r.purpose == "reboot")
+    roles = [m["role"] for m in reboot.messages]
+    batch = max(k for k, m in enumerate(reboot.messages) if len(m.get("tool_calls") or []) == 3)
+    assert roles[batch + 1 : batch + 4] == ["tool", "tool", "tool"]
+    assert "Plan recitation (3-strike)" in reboot.messages[batch + 4]["content"]
+    assert "5-Question Reboot" in reboot.messages[batch + 5]["content"]
+
+
+def test_memory_tools_drive_the_tail(tmp_path):
+    script = [
+        step(
+            call(
+                "memory_plan_update",
+                goal="Ship the greeting script",
+                phases=[
+                    {"name": "Build", "steps": [{"content": "Write it"}, {"content": "Test it"}]}
+                ],
+                step_status=[{"step": 1, "status": "in_progress"}],
+            )
+        ),
+        {"content": "The plan is written down; the greeting comes next."},
+    ]
+    agent, provider = make_agent(tmp_path, script)
+    agent.run("Greet.")
+    tail = main_requests(provider)[-1].messages[-1]["content"]
+    assert tail == (
+        f"{TAIL_HEADING}\n**Objective**: Ship the greeting script\n**Progress**:\n"
+        "[>] Step 1: Write it\n[ ] Step 2: Test it\n**Current Focus**: Step 1 - Write it"
+    )
+    assert "memory_plan_update" in provider.requests[0].tool_names
+
+
+def test_a_resumed_session_keeps_its_counters_and_plan(tmp_path):
+    first_script = [
+        step(todo(("Probe python", "in_progress"))),
+        step(failing_python()),
+        step(failing_python()),
+        {"content": "Two probes failed; I will continue after the restart."},
+    ]
+    agent, _ = make_agent(tmp_path, first_script)
+    agent.run("Probe python.")
+    session_dir = agent.session_dir
+    agent.session.close()
+
+    later = ScriptedProvider(
+        [
+            step(failing_python()),
+            {"content": "Same error three times.\nHUMAN_HELP: no"},
+            {"content": "The probe fails because undefined_name is never defined."},
+        ]
+    )
+    resumed = Agent.resume(session_dir, later, Config())
+    assert resumed.run("Go on.").status == "completed"
+    assert [r.purpose for r in later.requests] == ["main", "reboot", "main"]
+    assert "[>] Step 1: Probe python" in later.requests[0].messages[-1]["content"]
+    assert "**Objective**: Probe python." in later.requests[0].messages[-1]["content"]
+    progress = (session_dir / "progress.md").read_text()
+    assert "🔁 Session Resumed" in progress
+    assert "❌ ERROR (attempt 3): NameError 🚨 3-STRIKE TRIGGERED" in progress
+
+
+def test_lessons_reach_the_next_session_and_a_broken_injector_is_skipped(tmp_path, caplog):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "greet.py").write_text("print(nme)\n")
+    first_script = [
+        step(call("shell_exec", command=f"{sys.executable} greet.py")),
+        step(
+            call("file_edit", path="greet.py", old_text="nme", new_text="'hi'"),
+            content="Fixing the misspelled name.",
+        ),
+        step(call("shell_exec", command=f"{sys.executable} greet.py")),
+        {"content": "greet.py prints hi after fixing the misspelled name."},
+    ]
+    agent, _ = make_agent(tmp_path, first_script)
+    agent.run("Make greet.py work.")
+    root = tmp_path / "ws" / ".contextengine" / "sessions"
+    (root / "default" / "default" / "preferences.md").mkdir(parents=True)
+
+    second_script = [
+        {"content": "Nothing to do: greet.py already works as the lesson says."},
+        {"content": "Still nothing to do: greet.py prints hi."},
+    ]
+    with caplog.at_level(logging.WARNING):
+        second, provider = make_agent(tmp_path, second_script)
+        second.run("Check greet.py again.")
+        second.run("And once more.")
+    notes = entries(second, NoteEntry)
+    lessons = [n for n in notes if n.source == "lessons"]
+    assert len(lessons) == 1, "the same note is not appended again on the next turn"
+    assert "[NameError] shell_exec" in lessons[0].text
+    assert (
+        "file_edit `greet.py`" in lessons[0].text
+        and "Fixing the misspelled name." in lessons[0].text
+    )
+    first_request = provider.requests[0].messages
+    assert any('<context source="lessons">' in m["content"] for m in first_request)
+    memory = [n for n in notes if n.source == "long_term_memory"]
+    assert memory and "greet.py prints hi" in memory[0].text
+    assert "injector preferences failed and was skipped: IsADirectoryError" in caplog.text
+    assert "⚠️ Injector Failed: preferences" in (second.session_dir / "progress.md").read_text()
+
+
+def test_flags_switch_the_harness_parts_off(tmp_path):
+    script = [{"content": "Nothing to do in this workspace today."}]
+    quiet, provider = make_agent(tmp_path / "a", list(script), Config(working_memory=False))
+    quiet.run("Hello.")
+    assert not any((quiet.session_dir / n).exists() for n in MEMORY_FILES)
+    assert not any(n.startswith("memory_") for n in provider.requests[0].tool_names)
+    assert provider.requests[0].messages[-1]["content"].startswith(TAIL_HEADING)
+
+    off = Config(working_memory=False, reminders=False, recitation=False, injection=False)
+    plain, provider = make_agent(tmp_path / "b", list(script), off)
+    assert isinstance(plain.harness, NullHarness)
+    plain.run("Hello.")
+    assert provider.requests[0].messages[-1] == {"content": "Hello.", "role": "user"}
+    assert not any(
+        isinstance(r.entry, AssistantEntry) and r.entry.tool_calls for r in plain.session.records
+    )
+
+
+def test_the_model_can_read_and_edit_its_memory_files_by_path(tmp_path):
+    def script(request):
+        if len(main_requests(provider)) == 1:
+            reminder = next(
+                m["content"] for m in request.messages if "session start" in m["content"]
+            )
+            plan_path = reminder.split("file_read): ")[1].split(",")[0]
+            return step(
+                call(
+                    "file_edit",
+                    path=plan_path,
+                    old_text="## Goal\n(not set yet: write it with memory_plan_update)",
+                    new_text="## Goal\nEdited by the model",
+                ),
+            )
+        return {"content": "I set the goal by editing task_plan.md directly."}
+
+    provider = ScriptedProvider(script)
+    agent = Agent(provider, tmp_path / "ws", Config())
+    events = list(agent.stream("Set a goal."))
+    plan_updates = [e for e in events if isinstance(e, MemoryUpdate) and e.file == "task_plan.md"]
+    assert "Edited by the model" in plan_updates[-1].content
+    assert "**Objective**: Edited by the model" in provider.requests[-1].messages[-1]["content"]

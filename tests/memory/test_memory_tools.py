@@ -1,0 +1,74 @@
+"""The memory tools through the toolset guard, as the loop calls them."""
+
+import json
+from pathlib import Path
+
+from contextengine.memory.tools import with_memory_tools
+from contextengine.memory.working_memory import FINDINGS, WorkingMemory
+from contextengine.tools.context import ToolContext
+from contextengine.tools.registry import default_toolset
+from contextengine.tools.workspace import Workspace
+from contextengine.types import ToolCall
+
+TOOLSET = with_memory_tools(default_toolset())
+
+
+def run(ctx: ToolContext, name: str, **arguments):
+    return TOOLSET.execute(ToolCall("c1", name, json.dumps(arguments)), ctx)
+
+
+def test_memory_tools_join_the_default_tools() -> None:
+    assert set(TOOLSET.names) == set(default_toolset().names) | {
+        "memory_finding_add",
+        "memory_plan_update",
+    }
+    schema = {s.name: s.parameters for s in TOOLSET.specs()}["memory_plan_update"]
+    assert "$defs" not in json.dumps(schema)
+    assert set(schema["properties"]) == {
+        "title",
+        "goal",
+        "phases",
+        "step_status",
+        "blockers",
+        "add_decisions",
+        "add_risks",
+    }
+
+
+def test_plan_update_and_finding_write_the_files(tmp_path: Path) -> None:
+    memory = WorkingMemory(tmp_path / "session")
+    ctx = ToolContext(Workspace(tmp_path), memory=memory)
+    out = run(
+        ctx,
+        "memory_plan_update",
+        goal="Greet the world",
+        phases=[
+            {
+                "name": "Build",
+                "steps": [
+                    {"content": "Write greet.py", "status": "in_progress"},
+                    {"content": "Run it"},
+                ],
+            }
+        ],
+    )
+    assert out.status == "success"
+    assert (
+        out.text == "Plan updated: 2 steps (1 pending, 1 in_progress). Now: Step 1 - Write greet.py"
+    )
+    assert "1. [>] Write greet.py" in (tmp_path / "session" / "task_plan.md").read_text()
+    out = run(
+        ctx, "memory_finding_add", title="Python", content="3.11 is installed", source="python -V"
+    )
+    assert out.status == "success"
+    assert "3.11 is installed" in (tmp_path / "session" / FINDINGS).read_text()
+
+
+def test_bad_plan_updates_are_error_observations(tmp_path: Path) -> None:
+    ctx = ToolContext(Workspace(tmp_path), memory=WorkingMemory(None))
+    empty = run(ctx, "memory_plan_update")
+    assert empty.error is not None and empty.error.code == "invalid_arguments"
+    missing = run(ctx, "memory_plan_update", step_status=[{"step": 2, "status": "done"}])
+    assert missing.error is not None and "the plan has 0 step(s)" in missing.error.message
+    off = run(ToolContext(Workspace(tmp_path)), "memory_finding_add", title="t", content="c")
+    assert off.status == "error" and "working memory is off" in off.text

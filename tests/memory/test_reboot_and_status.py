@@ -1,0 +1,75 @@
+"""The reboot prompt, the HUMAN_HELP line, and the task-status tail."""
+
+import pytest
+
+from contextengine.memory.plan import Phase, Plan, PlanStep
+from contextengine.memory.reboot import NO_QUESTION, REBOOT_QUESTIONS, human_help, reboot_prompt
+from contextengine.memory.status import task_status
+
+
+def test_reboot_prompt_has_the_five_questions_the_plan_and_the_progress_tail() -> None:
+    progress = "# Execution Progress Log\n" + "x" * 1000 + "THE END"
+    prompt = reboot_prompt(["NameError"], "# Task Plan: demo\n", progress)
+    assert [q for q in REBOOT_QUESTIONS if q in prompt] == list(REBOOT_QUESTIONS)
+    assert REBOOT_QUESTIONS == (
+        "What is my original goal?",
+        "What have I tried so far?",
+        "What went wrong?",
+        "What should I try differently?",
+        "Should I ask for human help?",
+    )
+    assert "# Task Plan: demo" in prompt and "`NameError`" in prompt
+    assert progress[-500:] in prompt and progress[-501:] not in prompt
+    assert prompt.rstrip().endswith("HUMAN_HELP: yes - <the question you need a human to answer>")
+
+
+@pytest.mark.parametrize(
+    ("answer", "needed", "question"),
+    [
+        ("1. ...\n5. No.\nHUMAN_HELP: no", False, ""),
+        (
+            "5. yes\nHUMAN_HELP: yes - Which Python version do you deploy?",
+            True,
+            "Which Python version do you deploy?",
+        ),
+        ("**HUMAN_HELP**: Yes — Where is the API key?", True, "Where is the API key?"),
+        ("HUMAN_HELP: yes", True, NO_QUESTION),
+        ("HUMAN_HELP: yes - a\nthen I changed my mind\nHUMAN_HELP: no", False, ""),
+        ("I will just try again.", False, ""),
+    ],
+)
+def test_human_help_reads_the_last_machine_line(answer: str, needed: bool, question: str) -> None:
+    found = human_help(answer)
+    assert (found.needed, found.question) == (needed, question)
+
+
+def test_task_status_lists_steps_marks_failures_and_names_the_focus() -> None:
+    plan = Plan(
+        goal="Optimize the query",
+        phases=(
+            Phase(
+                steps=(
+                    PlanStep(text="Read the slow log", status="done"),
+                    PlanStep(text="Try a hint", status="failed"),
+                    PlanStep(text="Create an index", status="in_progress"),
+                    PlanStep(text="Measure"),
+                )
+            ),
+        ),
+    )
+    assert task_status(plan, "ignored") == (
+        "## Current Task Status\n"
+        "**Objective**: Optimize the query\n"
+        "**Progress**:\n"
+        "[x] Step 1: Read the slow log\n"
+        "[!] Step 2: Try a hint (FAILED)\n"
+        "[>] Step 3: Create an index\n"
+        "[ ] Step 4: Measure\n"
+        "**Current Focus**: Step 3 - Create an index"
+    )
+
+
+def test_task_status_falls_back_to_the_first_user_message() -> None:
+    text = task_status(Plan(), "Fix @a.py\n\n<system-reminder>\nread it\n</system-reminder>")
+    assert "**Objective**: Fix @a.py\n" in text
+    assert "**Progress**: no steps planned yet" in text

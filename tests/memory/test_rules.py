@@ -1,0 +1,108 @@
+"""Rule predicates and the fold over the session log."""
+
+from pathlib import Path
+
+import pytest
+
+from contextengine import Session
+from contextengine.memory.rules import (
+    RECITE_EVERY,
+    RuleState,
+    is_high_risk,
+    is_info_gathering,
+    is_inspection,
+    plan_reminder_text,
+    recited_plan,
+)
+from contextengine.session.entries import (
+    AssistantEntry,
+    ReminderEntry,
+    ToolCallRecord,
+    ToolResultEntry,
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("ls -la src", True),
+        ("cat a.py | grep foo | wc -l", True),
+        ("cd src && git log --oneline -5", True),
+        ("sed -n 1,20p a.py", True),
+        ("grep -rn x . 2>&1 | head", True),
+        ("git commit -m x", False),
+        ("python test.py", False),
+        ("cat a > b", False),
+        ("sed -i s/a/b/ f", False),
+        ("ls && rm -rf build", False),
+        ("echo 'unclosed", False),
+    ],
+)
+def test_inspection_commands(command: str, expected: bool) -> None:
+    assert is_inspection(command) is expected
+
+
+def test_information_gathering_and_high_risk() -> None:
+    assert is_info_gathering("file_grep", {"pattern": "x"})
+    assert is_info_gathering("shell_exec", {"command": "ls"})
+    assert not is_info_gathering("shell_exec", {"command": "pytest"})
+    assert not is_info_gathering("file_write", {"path": "a"})
+    assert is_high_risk("shell_exec", {"command": "ls"}, False)
+    assert is_high_risk("file_write", {"path": "a"}, target_exists=True)
+    assert not is_high_risk("file_write", {"path": "a"}, target_exists=False)
+    assert is_high_risk("file_delete", {"path": "a"}, False)
+
+
+def test_reminder_text_carries_the_plan_back() -> None:
+    text = plan_reminder_text("periodic", "# Task Plan\n\n## Goal\nx\n", None)
+    assert recited_plan(text) == "# Task Plan\n\n## Goal\nx"
+
+
+def _session(tmp_path: Path) -> Session:
+    return Session.create(tmp_path / "s", session_id="rules")
+
+
+def _fail(session: Session, n: int, error_class: str) -> None:
+    for _ in range(n):
+        call = ToolCallRecord(id=f"c{len(session.records)}", name="shell_exec", arguments_json="{}")
+        session.append(AssistantEntry(text="try", tool_calls=(call,)))
+        session.append(
+            ToolResultEntry(
+                call_id=call.id,
+                tool_name="shell_exec",
+                status="error",
+                content="x",
+                error_class=error_class,
+            )
+        )
+
+
+def _fold(session: Session) -> RuleState:
+    state = RuleState()
+    for record in session.records:
+        state.observe(record)
+    return state
+
+
+def test_strikes_count_per_class_and_a_reboot_resets_the_struck_class(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    _fail(session, 3, "NameError")
+    _fail(session, 2, "ImportError")
+    state = _fold(session)
+    assert state.struck() == ["NameError"] and state.batch_done
+    session.append(ReminderEntry(rule="3-strike", text="reboot"))
+    state = _fold(session)
+    assert state.struck() == [] and state.awaiting_reboot
+    assert state.strikes["ImportError"] == 2 and state.strikes["NameError"] == 0
+    assert not state.plan_due("plan") and not state.two_action_due()
+
+
+def test_plan_is_due_when_changed_or_after_the_interval(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    session.append(ReminderEntry(rule="plan", text=plan_reminder_text("periodic", "P1", None)))
+    state = _fold(session)
+    assert not state.plan_due("P1") and state.plan_due("P2")
+    assert not state.plan_due("P2", periodic_only=True)
+    for _ in range(RECITE_EVERY):
+        state.observe(session.append(AssistantEntry(text="step")))
+    assert state.plan_due("P1", periodic_only=True)
