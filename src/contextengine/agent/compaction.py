@@ -58,7 +58,9 @@ class Compactor:
         if plan is None:
             if self._skipped_epoch != self._session.epoch:
                 self._skipped_epoch = self._session.epoch
-                yield CompactionEvent("skipped", "Nothing can be archived without splitting a round.")
+                yield CompactionEvent(
+                    "skipped", "Nothing can be archived without splitting a round."
+                )
             return False
         details = {
             "entries": len(plan.removed),

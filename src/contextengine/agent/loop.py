@@ -14,7 +14,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -30,7 +30,8 @@ from contextengine.agent.events import (
     ToolResultEvent,
     UsageEvent,
 )
-from contextengine.agent.hooks import Harness, HookResult, NullHarness
+from contextengine.agent.harness import build_harness
+from contextengine.agent.hooks import Harness, HookResult
 from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
 from contextengine.agent.text_protocol import parse_text_reply
 from contextengine.compress.externalize import CompressedRef, Externalizer
@@ -44,9 +45,13 @@ from contextengine.context.request import Request
 from contextengine.context.tokens import estimate_tokens
 from contextengine.errors import ContextEngineError, ProviderError
 from contextengine.measure.usage_log import UsageLog, UsageRecord
+from contextengine.memory.injectors import Injector
+from contextengine.memory.tools import with_memory_tools
+from contextengine.memory.working_memory import WorkingMemory
 from contextengine.providers.base import Provider
 from contextengine.session.entries import (
     AssistantEntry,
+    Entry,
     ErrorEntry,
     ReminderEntry,
     ToolCallRecord,
@@ -89,6 +94,7 @@ class Agent:
         protocol: Literal["native", "text"] = "native",
         session_id: str | None = None,
         harness: Harness | None = None,
+        injectors: Sequence[Injector] = (),
         ask_human: Callable[[str], str | None] | None = None,
         _session: Session | None = None,
     ) -> None:
@@ -96,7 +102,11 @@ class Agent:
         self.config = config if config is not None else Config.load()
         self.workspace = Path(workspace).resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
-        self.toolset = tools or default_toolset()
+        self.toolset = tools or (
+            with_memory_tools(default_toolset())
+            if self.config.flag("working_memory")
+            else default_toolset()
+        )
         self.mask: ToolMask | None = None
         self.ask_human = ask_human
         self.session = _session or self._create_session(session_id, protocol)
@@ -111,8 +121,11 @@ class Agent:
         )
         self.monitor = PrefixMonitor()
         self.usage_log = UsageLog(self.session.layout.usage_log)
+        self.memory = WorkingMemory(
+            self.session.directory if self.config.flag("working_memory") else None
+        )
         self.tool_context = ToolContext(
-            Workspace(self.workspace, extra_roots=(self.session.directory,))
+            Workspace(self.workspace, extra_roots=(self.session.directory,)), memory=self.memory
         )
         self.externalizer = Externalizer(
             self.session.layout.artifacts, self.tool_context.workspace.display
@@ -122,7 +135,14 @@ class Agent:
             mode=self.config.effective_history_mode,
             externalize=self.config.flag("externalize"),
         )
-        self.harness: Harness = harness or NullHarness()
+        self.harness: Harness = harness or build_harness(
+            session=self.session,
+            memory=self.memory,
+            workspace=self.tool_context.workspace,
+            config=self.config,
+            model=getattr(provider, "model", ""),
+            injectors=injectors,
+        )
         self.compactor = Compactor(self.session, self.config, self.tool_context.workspace.display)
         self.last_input_tokens = 0
         self._last_main_chars = 0
@@ -134,7 +154,12 @@ class Agent:
     ) -> Agent:
         """Continue a recorded session (after a crash or restart) with nothing lost."""
         session = Session.open(session_dir)
-        meta = json.loads((session.directory / META_FILE).read_text(encoding="utf-8"))
+        try:
+            meta = json.loads((session.directory / META_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ContextEngineError(
+                f"{session.directory}: not an agent session ({META_FILE} unreadable: {exc})"
+            ) from None
         return cls(provider, meta["workspace"], config, _session=session)
 
     def recover(self, ref: CompressedRef | str) -> str:
@@ -234,14 +259,21 @@ class Agent:
             record = self._append_assistant(reply, meaning.calls)
             if self.config.effective_history_mode != "round_scratchpad":
                 live = {}
+            # Nothing may stand between a reply's tool calls and their results on the wire,
+            # so hook entries and a reboot wait until the whole batch has run.
+            deferred: list[Entry] = []
+            reboot: str | None = None
             for k, call in enumerate(meaning.calls):
                 ours = ToolCall(f"call_{record.index}_{k}", call.name, call.arguments_json)
-                yield from self._apply(self.harness.before_tool(ours))
+                yield from self._apply(self.harness.before_tool(ours), deferred)
                 hook = yield from self._run_tool(ours, live)
-                yield from self._apply(hook)
-                if hook.reboot is not None:
-                    self.session.append(ReminderEntry(rule="3-strike", text=hook.reboot))
-                    rebooting = True
+                yield from self._apply(hook, deferred)
+                reboot = reboot or hook.reboot
+            for entry in deferred:
+                self.session.append(entry)
+            if reboot is not None:
+                self.session.append(ReminderEntry(rule="3-strike", text=reboot))
+                rebooting = True
         yield from self._finish(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
 
     def _tail(self) -> str | None:
@@ -273,9 +305,12 @@ class Agent:
             self._last_main_chars = after.total_chars
         return compacted
 
-    def _apply(self, hook: HookResult) -> Iterator[AgentEvent]:
-        for entry in hook.entries:
-            self.session.append(entry)
+    def _apply(self, hook: HookResult, defer: list[Entry] | None = None) -> Iterator[AgentEvent]:
+        if defer is None:
+            for entry in hook.entries:
+                self.session.append(entry)
+        else:
+            defer.extend(hook.entries)
         yield from hook.events
 
     def _finish(self, result: RunResult) -> Iterator[AgentEvent]:
