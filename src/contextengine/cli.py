@@ -23,6 +23,7 @@ from contextengine.agent.events import (
 )
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError
+from contextengine.providers.factory import PROVIDER_NAMES
 
 app = typer.Typer(
     name="contextengine",
@@ -32,8 +33,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+
+PROVIDER_HELP = "Provider: " + ", ".join(PROVIDER_NAMES) + " (local: --model is a GGUF path)."
 
 ConfigOption = Annotated[
     Path | None,
@@ -125,7 +127,7 @@ def run(
         typer.Option(
             "--provider",
             "-p",
-            help="openai, anthropic, vllm, sglang, llamacpp, ollama, openai-compatible.",
+            help=PROVIDER_HELP,
         ),
     ] = "openai",
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name.")] = None,
@@ -164,6 +166,49 @@ def run(
                 raise typer.Exit(1)
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 8765,
+    workspace: Annotated[
+        Path, typer.Option("--workspace", "-w", help="The folder the agent works in.")
+    ] = Path("."),
+    provider: Annotated[
+        str,
+        typer.Option(
+            "--provider",
+            "-p",
+            help=PROVIDER_HELP,
+        ),
+    ] = "openai",
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="Server URL for self-hosted providers.")
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Serve the HTTP API (SSE events) and the web UI for sessions in a workspace."""
+    try:
+        import uvicorn
+
+        from contextengine.server import create_app
+    except ImportError as exc:
+        raise ContextEngineError(
+            "the server needs its extra: pip install 'contextengine[server]'"
+        ) from exc
+    from contextengine.providers.factory import make_provider
+
+    settings = Config.load(config)
+    make_provider(provider, model, base_url=base_url)  # a bad name, model or key fails now
+    application = create_app(
+        workspace, lambda: make_provider(provider, model, base_url=base_url), settings
+    )
+    sys.stderr.write(f"contextengine: serving {workspace.resolve()} on http://{host}:{port}/\n")
+    uvicorn.run(application, host=host, port=port, log_level="info")
+
+
+
+
 def _prompt_lines():  # type: ignore[no-untyped-def]
     while True:
         try:
@@ -189,8 +234,13 @@ def main() -> None:
     try:
         app()
     except ContextEngineError as exc:
-        err.print(f"contextengine: error: {exc}", markup=False)
+        message = " ".join(str(exc).split())
+        sys.stderr.write(f"contextengine: error: {message}\n")
         sys.exit(2)
     except KeyboardInterrupt:
-        err.print("contextengine: interrupted", markup=False)
+        sys.stderr.write("contextengine: interrupted\n")
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Read-only reading of a session log, for listings and for the chat history view.
+
+The log may be appended to by a running turn while it is read, so a line that does not
+parse (one being written) ends the reading instead of failing it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from contextengine.session.entries import ENTRY_ADAPTER, Entry, UserEntry
+
+TITLE_CHARS = 80
+
+
+def read_header(log: Path) -> dict[str, Any]:
+    """The log's header line (session id, created, protocol ...), or ``{}`` when unreadable."""
+    try:
+        with open(log, encoding="utf-8") as fh:
+            header = json.loads(fh.readline())
+    except (OSError, ValueError):
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
+def iter_entries(log: Path) -> Iterator[Entry]:
+    """The entries recorded so far, in order."""
+    if not log.is_file():
+        return
+    with open(log, encoding="utf-8") as fh:
+        fh.readline()
+        for line in fh:
+            try:
+                yield ENTRY_ADAPTER.validate_python(json.loads(line)["entry"])
+            except (ValueError, KeyError, TypeError, ValidationError):
+                return
+
+
+def session_title(log: Path) -> str:
+    """The first line of the session's first user message, clipped."""
+    first = next((e for e in iter_entries(log) if isinstance(e, UserEntry)), None)
+    if first is None:
+        return ""
+    line = first.text.strip().splitlines()[0] if first.text.strip() else ""
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"

@@ -1,0 +1,720 @@
+// The contextengine web UI: plain JS, no build step, no third-party code.
+// Everything that comes from the server (model text, tool output, files) is treated as
+// untrusted: it reaches the page only as text nodes or through escapeHtml().
+'use strict';
+
+const FINAL_STAGES = new Set(['done', 'skipped', 'timed_out', 'failed']);
+// Task boxes as the plan writes them: pending, done, in progress, failed.
+const STEP_MARKS = {
+  ' ': ['☐', 'pending'],
+  x: ['☑', 'done'],
+  '>': ['▶', 'doing'],
+  '!': ['☒', 'failed'],
+};
+
+const state = {
+  session: null,
+  tab: 'chat',
+  memoryFile: 'task_plan.md',
+  memory: {},
+  running: false,
+};
+
+const $ = (selector) => document.querySelector(selector);
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+// ---------------------------------------------------------------- API
+
+async function api(path, options) {
+  const response = await fetch(path, options);
+  const body = await response.json().catch(() => null);
+  if (!response.ok) {
+    throw new Error((body && body.error) || `${response.status} ${response.statusText}`);
+  }
+  return body;
+}
+
+const sessionPath = (rest) => `/api/sessions/${encodeURIComponent(state.session)}${rest}`;
+
+// POST a message and hand each server-sent event to onEvent(type, payload).
+async function streamTurn(sessionId, message, onEvent) {
+  const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/messages`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+    body: JSON.stringify({ message }),
+  });
+  if (!response.ok) {
+    const body = await response.json().catch(() => null);
+    throw new Error((body && body.error) || `${response.status} ${response.statusText}`);
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  let sawDone = false;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let boundary;
+    while ((boundary = buffer.search(/\r?\n\r?\n/)) !== -1) {
+      const block = buffer.slice(0, boundary);
+      buffer = buffer.slice(boundary).replace(/^\r?\n\r?\n/, '');
+      const event = parseSseBlock(block);
+      if (event) {
+        if (event.type === 'done') sawDone = true;
+        onEvent(event.type, event.data);
+      }
+    }
+  }
+  if (!sawDone) throw new Error('the connection closed before the turn ended');
+}
+
+function parseSseBlock(block) {
+  let type = 'message';
+  const data = [];
+  for (const line of block.split(/\r?\n/)) {
+    if (!line || line.startsWith(':')) continue;
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    if (field === 'event') type = value;
+    else if (field === 'data') data.push(value);
+  }
+  if (!data.length) return null;
+  return { type, data: JSON.parse(data.join('\n')) };
+}
+
+// ---------------------------------------------------------------- markdown (minimal, safe)
+
+function escapeHtml(text) {
+  return String(text)
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
+}
+
+// Inline markup on already-escaped text; code spans are cut out first so nothing inside
+// them is formatted.
+function inline(escaped) {
+  return escaped
+    .split(/(`[^`]+`)/g)
+    .map((part) => {
+      if (/^`[^`]+`$/.test(part)) return `<code>${part.slice(1, -1)}</code>`;
+      return part
+        .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
+        .replace(/(^|[\s(])\*([^*\s][^*]*)\*/g, '$1<em>$2</em>');
+    })
+    .join('');
+}
+
+function renderMarkdown(source) {
+  const lines = String(source).replace(/\r\n?/g, '\n').split('\n');
+  const out = [];
+  let paragraph = [];
+  let list = null;
+  const flushParagraph = () => {
+    if (paragraph.length) out.push(`<p>${paragraph.map((l) => inline(escapeHtml(l))).join('<br>')}</p>`);
+    paragraph = [];
+  };
+  const closeList = () => {
+    if (list) out.push(`</${list}>`);
+    list = null;
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const fence = line.match(/^\s*```/);
+    if (fence) {
+      flushParagraph();
+      closeList();
+      const code = [];
+      for (i++; i < lines.length && !/^\s*```/.test(lines[i]); i++) code.push(lines[i]);
+      out.push(`<pre><code>${escapeHtml(code.join('\n'))}</code></pre>`);
+      continue;
+    }
+    const heading = line.match(/^(#{1,6})\s+(.*)$/);
+    const bullet = line.match(/^\s*[-*+]\s+(.*)$/);
+    const numbered = line.match(/^\s*\d+[.)]\s+(.*)$/);
+    if (heading) {
+      flushParagraph();
+      closeList();
+      const level = heading[1].length;
+      out.push(`<h${level}>${inline(escapeHtml(heading[2]))}</h${level}>`);
+    } else if (bullet || numbered) {
+      flushParagraph();
+      const kind = bullet ? 'ul' : 'ol';
+      if (list !== kind) {
+        closeList();
+        out.push(`<${kind}>`);
+        list = kind;
+      }
+      let item = (bullet || numbered)[1];
+      const box = item.match(/^\[([ xX>!])\]\s*(.*)$/);
+      let prefix = '';
+      if (box) {
+        const [mark, kind] = STEP_MARKS[box[1].toLowerCase()];
+        prefix = `<span class="check ${kind}">${mark}</span> `;
+        item = box[2];
+      }
+      out.push(`<li>${prefix}${inline(escapeHtml(item))}</li>`);
+    } else if (/^\s*(-{3,}|\*{3,})\s*$/.test(line)) {
+      flushParagraph();
+      closeList();
+      out.push('<hr>');
+    } else if (/^\s*>\s?/.test(line)) {
+      flushParagraph();
+      closeList();
+      out.push(`<blockquote>${inline(escapeHtml(line.replace(/^\s*>\s?/, '')))}</blockquote>`);
+    } else if (!line.trim()) {
+      flushParagraph();
+      closeList();
+    } else {
+      closeList();
+      paragraph.push(line);
+    }
+  }
+  flushParagraph();
+  closeList();
+  return out.join('\n');
+}
+
+// ---------------------------------------------------------------- chat
+
+function chatLog() {
+  return $('#chat-log');
+}
+
+function scrollChat() {
+  const log = chatLog();
+  log.scrollTop = log.scrollHeight;
+}
+
+function clearChat() {
+  chatLog().replaceChildren();
+}
+
+function addUser(text) {
+  const bubble = el('div', 'msg user');
+  bubble.append(el('div', 'who', 'You'), el('div', 'text', text));
+  chatLog().append(bubble);
+  scrollChat();
+}
+
+// One user turn's rendering state: the agent's blocks go into `node`.
+function newTurn() {
+  const node = el('div', 'msg agent');
+  node.append(el('div', 'who', 'Agent'));
+  chatLog().append(node);
+  return { node, stream: null, reasoning: null, lastStep: null, tools: new Map(), compaction: null };
+}
+
+function onThinking(turn, payload) {
+  if (payload.reasoning) {
+    if (!turn.reasoning) {
+      turn.reasoning = el('details', 'reasoning');
+      turn.reasoning.append(el('summary', null, 'Reasoning'), el('div', 'text'));
+      turn.node.append(turn.reasoning);
+    }
+    turn.reasoning.lastChild.textContent += payload.text;
+  } else {
+    if (!turn.stream) {
+      turn.stream = el('div', 'step-text');
+      turn.node.append(turn.stream);
+      turn.lastStep = turn.stream;
+    }
+    turn.stream.textContent += payload.text;
+  }
+  scrollChat();
+}
+
+function onUsage(turn, payload) {
+  turn.stream = null;
+  turn.reasoning = null;
+  const share = payload.input_tokens ? Math.round((100 * payload.cached_tokens) / payload.input_tokens) : 0;
+  const line = el('div', 'usage');
+  line.textContent =
+    `${payload.purpose} · ${fmt(payload.input_tokens)} in · ${fmt(payload.cached_tokens)} cached (${share}%)` +
+    ` · ${fmt(payload.output_tokens)} out · ${Number(payload.latency_s || 0).toFixed(2)}s`;
+  if (payload.cache_break) line.append(el('span', 'cache-break', `cache break: ${payload.cache_break}`));
+  turn.node.append(line);
+  scrollChat();
+}
+
+function summarizeArguments(text) {
+  try {
+    const args = JSON.parse(text);
+    const parts = Object.entries(args).map(([key, value]) => {
+      const shown = typeof value === 'string' ? value : JSON.stringify(value);
+      return `${key}=${shown.length > 60 ? shown.slice(0, 59) + '…' : shown}`;
+    });
+    return parts.join('  ').replace(/\s+/g, ' ');
+  } catch {
+    return text.slice(0, 120);
+  }
+}
+
+function pretty(text) {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+function toolBlock(turn, callId, name, argumentsJson) {
+  const block = el('details', 'tool');
+  block.dataset.callId = callId;
+  const summary = el('summary');
+  summary.append(
+    el('span', 'tool-name', name),
+    el('span', 'tool-args', summarizeArguments(argumentsJson)),
+    el('span', 'badge running', 'running'),
+  );
+  const args = el('div', 'tool-section');
+  args.append(el('div', 'label', 'Arguments'), el('pre', 'tool-arguments', pretty(argumentsJson)));
+  block.append(summary, args);
+  turn.node.append(block);
+  turn.tools.set(callId, block);
+  return block;
+}
+
+function onToolCall(turn, payload) {
+  turn.stream = null;
+  turn.lastStep = null;
+  toolBlock(turn, payload.call_id, payload.name, payload.arguments);
+  scrollChat();
+}
+
+function onToolResult(turn, payload) {
+  const block = turn.tools.get(payload.call_id) || toolBlock(turn, payload.call_id, payload.name, '{}');
+  const badge = block.querySelector('.badge');
+  const status = payload.status === 'success' ? 'success' : 'error';
+  badge.className = `badge ${status}`;
+  badge.textContent = payload.error_class ? `${status}: ${payload.error_class}` : status;
+  block.classList.add(status === 'success' ? 'tool-ok' : 'tool-failed');
+  const section = el('div', 'tool-section');
+  section.append(el('div', 'label', 'Result'), el('pre', 'tool-result', pretty(payload.preview)));
+  const artifact = artifactOf(payload.preview);
+  if (artifact) {
+    const open = el('button', 'link', `Open artifact ${artifact}`);
+    open.type = 'button';
+    open.addEventListener('click', () => openArtifactTab(artifact));
+    section.append(open);
+  }
+  block.append(section);
+  scrollChat();
+}
+
+// The artifact a compressed_ref observation points to, relative to artifacts/. Live
+// previews are cut short, so the ref is matched as text rather than parsed.
+function artifactOf(preview) {
+  const match = String(preview).match(/"_type":"compressed_ref"[^]*?"path":"(?:[^"\\]|\\.)*artifacts\/((?:[^"\\]|\\.)+)"/);
+  return match ? JSON.parse(`"${match[1]}"`) : null;
+}
+
+function onError(turn, payload) {
+  turn.stream = null;
+  const box = el('div', 'error');
+  box.append(el('span', 'error-class', payload.error_class), el('span', 'error-message', payload.message));
+  turn.node.append(box);
+  scrollChat();
+}
+
+function onMemoryUpdate(turn, payload) {
+  const name = String(payload.file).split('/').pop();
+  state.memory[name] = payload.content;
+  if (state.tab === 'memory' && state.memoryFile === name) renderMemory();
+  else markMemoryUpdated(name);
+  if (turn) {
+    // Consecutive updates share one row, one chip per file.
+    let row = turn.node.lastElementChild;
+    if (!row || !row.classList.contains('memory-notes')) {
+      row = el('div', 'memory-notes');
+      turn.node.append(row);
+    }
+    if (!row.querySelector(`[data-file="${CSS.escape(name)}"]`)) {
+      const note = el('button', 'memory-note', `memory: ${name} updated`);
+      note.type = 'button';
+      note.dataset.file = name;
+      note.addEventListener('click', () => {
+        state.memoryFile = name;
+        showTab('memory');
+      });
+      row.append(note);
+    }
+    scrollChat();
+  }
+}
+
+function onCompaction(turn, payload) {
+  if (!turn.compaction) {
+    turn.compaction = el('div', 'compaction running');
+    turn.node.append(turn.compaction);
+  }
+  turn.compaction.textContent = `compaction ${payload.stage}: ${payload.message}`;
+  if (FINAL_STAGES.has(payload.stage)) {
+    turn.compaction.classList.remove('running');
+    turn.compaction = null;
+  }
+  scrollChat();
+}
+
+function onDone(turn, payload) {
+  const result = payload.result || {};
+  turn.stream = null;
+  if (result.status === 'completed') {
+    if (turn.lastStep) turn.lastStep.remove();
+    addAnswer(turn, result.final_answer);
+  } else {
+    onError(turn, { error_class: `run ended: ${result.status}`, message: result.error || '' });
+  }
+}
+
+function addAnswer(turn, text) {
+  const answer = el('div', 'answer markdown');
+  answer.innerHTML = renderMarkdown(text);
+  turn.node.append(answer);
+  scrollChat();
+}
+
+const HANDLERS = {
+  thinking: onThinking,
+  usage: onUsage,
+  tool_call: onToolCall,
+  tool_result: onToolResult,
+  error: onError,
+  memory_update: onMemoryUpdate,
+  compaction: onCompaction,
+  done: onDone,
+};
+
+// Recorded entries of an existing session, drawn with the same blocks as live events.
+function renderHistory(entries) {
+  clearChat();
+  let turn = null;
+  const agentTurn = () => turn || (turn = newTurn());
+  for (const entry of entries) {
+    switch (entry.kind) {
+      case 'user':
+        addUser(entry.text);
+        turn = null;
+        break;
+      case 'assistant': {
+        const t = agentTurn();
+        if (entry.reasoning) onThinking(t, { text: entry.reasoning, reasoning: true });
+        if (entry.tool_calls.length) {
+          if (entry.text) onThinking(t, { text: entry.text, reasoning: false });
+          t.stream = null;
+          for (const call of entry.tool_calls) toolBlock(t, call.id, call.name, call.arguments_json);
+        } else {
+          t.stream = null;
+          addAnswer(t, entry.text);
+        }
+        break;
+      }
+      case 'tool_result':
+        onToolResult(agentTurn(), {
+          call_id: entry.call_id,
+          name: entry.tool_name,
+          status: entry.status,
+          preview: entry.content,
+          error_class: entry.error_class,
+        });
+        break;
+      case 'error':
+        onError(agentTurn(), entry);
+        break;
+      case 'summary': {
+        const box = el('details', 'compaction');
+        const last = entry.end_index - 1;
+        box.append(
+          el('summary', null, `compaction: entries ${entry.first_index}–${last} archived to ${entry.archive}`),
+          el('div', 'summary-text', entry.text),
+        );
+        agentTurn().node.append(box);
+        break;
+      }
+      default:
+        // Notes and reminders are harness context, not conversation.
+        break;
+    }
+  }
+  if (!entries.length) showEmptyChat('No messages yet in this session. Ask the agent something.');
+  scrollChat();
+}
+
+function showEmptyChat(text) {
+  clearChat();
+  chatLog().append(el('p', 'empty', text));
+}
+
+function setRunning(running) {
+  state.running = running;
+  document.body.dataset.turn = running ? 'running' : 'idle';
+  $('#send').disabled = running;
+  $('#send').textContent = running ? 'Running…' : 'Send';
+  $('#new-session').disabled = running;
+  $('#session-select').disabled = running;
+}
+
+async function send(text) {
+  if (state.running) return;
+  setRunning(true);
+  let turn = null;
+  try {
+    if (!state.session) await newSession();
+    const empty = chatLog().querySelector('.empty');
+    if (empty) empty.remove();
+    addUser(text);
+    turn = newTurn();
+    await streamTurn(state.session, text, (type, payload) => {
+      const handler = HANDLERS[type];
+      if (handler) handler(turn, payload);
+    });
+  } catch (error) {
+    if (turn) onError(turn, { error_class: 'request failed', message: error.message });
+    else toast(error.message);
+  } finally {
+    setRunning(false);
+    refreshUsage();
+    refreshSessions();
+    if (state.tab === 'artifacts') loadArtifacts();
+  }
+}
+
+// ---------------------------------------------------------------- sessions
+
+async function refreshSessions() {
+  const data = await api('/api/sessions').catch((error) => {
+    toast(error.message);
+    return null;
+  });
+  if (!data) return [];
+  $('#workspace').textContent = data.workspace;
+  $('#workspace').title = `Workspace: ${data.workspace}`;
+  const select = $('#session-select');
+  select.replaceChildren();
+  if (!data.sessions.length) select.append(new Option('no sessions yet', ''));
+  for (const session of data.sessions) {
+    const label = `${session.title || '(no messages yet)'} — ${session.id}`;
+    select.append(new Option(label, session.id, false, session.id === state.session));
+  }
+  return data.sessions;
+}
+
+async function newSession() {
+  const session = await api('/api/sessions', { method: 'POST' });
+  state.session = session.id;
+  location.hash = `session=${encodeURIComponent(session.id)}`;
+  state.memory = {};
+  showEmptyChat('New session. Ask the agent something.');
+  await refreshSessions();
+  refreshUsage();
+  if (state.tab === 'memory') loadMemory();
+  if (state.tab === 'artifacts') loadArtifacts();
+}
+
+async function openSession(id) {
+  state.session = id;
+  location.hash = `session=${encodeURIComponent(id)}`;
+  state.memory = {};
+  const data = await api(sessionPath('/history')).catch((error) => {
+    toast(error.message);
+    return { entries: [] };
+  });
+  renderHistory(data.entries);
+  refreshUsage();
+  if (state.tab === 'memory') loadMemory();
+  if (state.tab === 'artifacts') loadArtifacts();
+}
+
+async function refreshUsage() {
+  const box = $('#usage-summary');
+  if (!state.session) {
+    box.textContent = '';
+    return;
+  }
+  const usage = await api(sessionPath('/usage')).catch(() => null);
+  if (!usage) return;
+  box.textContent =
+    `${usage.calls} calls · ${fmt(usage.input_tokens)} in · ${Math.round(usage.hit_rate * 100)}% cached` +
+    ` · ${fmt(usage.output_tokens)} out`;
+}
+
+// ---------------------------------------------------------------- tabs, memory, artifacts
+
+function showTab(name) {
+  state.tab = name;
+  for (const tab of document.querySelectorAll('.tabs [role=tab]')) {
+    tab.setAttribute('aria-selected', String(tab.dataset.tab === name));
+  }
+  for (const panel of document.querySelectorAll('main > .panel')) {
+    panel.hidden = panel.id !== `panel-${name}`;
+  }
+  if (name === 'memory') {
+    $('#tab-memory .dot').hidden = true;
+    loadMemory();
+  }
+  if (name === 'artifacts') loadArtifacts();
+}
+
+function markMemoryUpdated(name) {
+  if (state.tab !== 'memory') $('#tab-memory .dot').hidden = false;
+  const sub = document.querySelector(`.subtabs [data-file="${CSS.escape(name)}"] .dot`);
+  if (sub && state.memoryFile !== name) sub.hidden = false;
+}
+
+async function loadMemory() {
+  if (!state.session) {
+    renderMemory();
+    return;
+  }
+  const session = state.session;
+  const data = await api(sessionPath('/memory')).catch((error) => {
+    toast(error.message);
+    return null;
+  });
+  if (!data || session !== state.session) return;
+  for (const file of data.files) state.memory[file.name] = file.content;
+  renderMemory();
+}
+
+function renderMemory() {
+  for (const tab of document.querySelectorAll('.subtabs [role=tab]')) {
+    const selected = tab.dataset.file === state.memoryFile;
+    tab.setAttribute('aria-selected', String(selected));
+    if (selected) tab.querySelector('.dot').hidden = true;
+  }
+  const box = $('#memory-content');
+  const content = state.memory[state.memoryFile];
+  box.dataset.file = state.memoryFile;
+  if (!state.session) {
+    box.replaceChildren(el('p', 'empty', 'No session selected.'));
+  } else if (content === null || content === undefined) {
+    box.replaceChildren(el('p', 'empty', `${state.memoryFile} has not been written in this session yet.`));
+  } else {
+    box.innerHTML = renderMarkdown(content);
+  }
+}
+
+async function loadArtifacts() {
+  const list = $('#artifact-list');
+  if (!state.session) {
+    list.replaceChildren(el('li', 'empty', 'No session selected.'));
+    return;
+  }
+  const data = await api(sessionPath('/artifacts')).catch((error) => {
+    toast(error.message);
+    return null;
+  });
+  if (!data) return;
+  list.replaceChildren();
+  if (!data.artifacts.length) list.append(el('li', 'empty', 'No artifacts yet.'));
+  for (const artifact of data.artifacts) {
+    const item = el('li');
+    const button = el('button', 'artifact', artifact.path);
+    button.type = 'button';
+    button.dataset.path = artifact.path;
+    button.append(el('span', 'size', fmtBytes(artifact.size)));
+    button.addEventListener('click', () => showArtifact(artifact.path));
+    item.append(button);
+    list.append(item);
+  }
+}
+
+async function showArtifact(path) {
+  for (const button of document.querySelectorAll('#artifact-list .artifact')) {
+    button.classList.toggle('selected', button.dataset.path === path);
+  }
+  const encoded = path.split('/').map(encodeURIComponent).join('/');
+  const data = await api(sessionPath(`/artifacts/${encoded}`)).catch((error) => {
+    toast(error.message);
+    return null;
+  });
+  if (!data) return;
+  let note = `${data.path} · ${fmtBytes(data.size)}`;
+  if (data.truncated) note += ' · showing the first part';
+  $('#artifact-title').textContent = note;
+  $('#artifact-view').textContent = data.binary ? '(binary file, not shown)' : data.content;
+}
+
+async function openArtifactTab(path) {
+  showTab('artifacts');
+  await loadArtifacts();
+  showArtifact(path);
+}
+
+// ---------------------------------------------------------------- helpers and wiring
+
+function fmt(n) {
+  return Number(n || 0).toLocaleString('en-US');
+}
+
+function fmtBytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+let toastTimer = null;
+function toast(message) {
+  const box = $('#toast');
+  box.textContent = message;
+  box.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => {
+    box.hidden = true;
+  }, 6000);
+}
+
+function sessionFromHash() {
+  const match = location.hash.match(/session=([^&]+)/);
+  return match ? decodeURIComponent(match[1]) : null;
+}
+
+async function start() {
+  for (const tab of document.querySelectorAll('.tabs [role=tab]')) {
+    tab.addEventListener('click', () => showTab(tab.dataset.tab));
+  }
+  for (const tab of document.querySelectorAll('.subtabs [role=tab]')) {
+    tab.addEventListener('click', () => {
+      state.memoryFile = tab.dataset.file;
+      renderMemory();
+    });
+  }
+  $('#new-session').addEventListener('click', () => newSession().catch((error) => toast(error.message)));
+  $('#session-select').addEventListener('change', (event) => {
+    if (event.target.value) openSession(event.target.value);
+  });
+  const input = $('#message');
+  $('#composer').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const text = input.value;
+    if (!text.trim() || state.running) return;
+    input.value = '';
+    send(text);
+  });
+  input.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $('#composer').requestSubmit();
+    }
+  });
+
+  const sessions = await refreshSessions();
+  const wanted = sessionFromHash();
+  const chosen = sessions.find((s) => s.id === wanted) || sessions[0];
+  if (chosen) {
+    await openSession(chosen.id);
+    await refreshSessions();
+  }
+  document.body.dataset.ready = 'true';
+}
+
+document.addEventListener('DOMContentLoaded', start);
