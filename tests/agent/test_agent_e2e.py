@@ -12,6 +12,7 @@ import pytest
 from contextengine import Config, ScriptedProvider, ToolMask
 from contextengine.agent.loop import Agent
 from contextengine.session.entries import ToolResultEntry
+from support.requests import live_text, persisted_text
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 TEST = "from calc import add\n\nassert add(2, 3) == 5, add(2, 3)\nprint('tests passed')\n"
@@ -150,8 +151,7 @@ def test_persisted_part_is_a_byte_prefix_of_the_next_request(finished_session):
     _, provider, *_ = finished_session
     requests = main_requests(provider)
     for previous, current in itertools.pairwise(requests):
-        persisted = "".join(previous.chunks[: previous.persisted_chunks])
-        assert current.text().startswith(persisted)
+        assert current.text().startswith(persisted_text(previous))
 
 
 def test_traceback_reaches_the_next_request_verbatim(finished_session, tmp_path):
@@ -166,7 +166,7 @@ def test_traceback_reaches_the_next_request_verbatim(finished_session, tmp_path)
     expected = run.stderr.replace(str(probe), str(finished_session[4]))
     assert "AssertionError" in expected
     answering_the_failure = main_requests(provider)[4]
-    observation = answering_the_failure.messages[-1]["content"]
+    observation = live_text(answering_the_failure)
     assert expected in observation
     assert "<exit_code>1</exit_code>" in observation
 
@@ -211,7 +211,7 @@ def test_big_output_is_externalized_and_recovered_exactly(finished_session):
     )
     assert entry.full_ref is not None
     answering = main_requests(provider)[10]
-    live = answering.messages[-1]["content"]
+    live = live_text(answering)
     assert len(live) < 5_000, "the live view shows a ref and a preview, not 60 kB"
     ref_json = live[live.index("{") : live.index("}", live.index('"_type"')) + 1]
     recovered = agent.recover(ref_json)

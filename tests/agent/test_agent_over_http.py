@@ -12,14 +12,26 @@ from agent.test_agent_e2e import coding_script
 from contextengine import Config
 from contextengine.agent.loop import Agent
 from contextengine.providers.anthropic import AnthropicProvider
+from contextengine.providers.base import StreamingProvider
 from contextengine.providers.openai import OpenAIProvider
 from providers.fake_servers import FakeModelServer
+
+
+class Recording(StreamingProvider):
+    """Passes requests to a real adapter and keeps the built requests."""
+
+    def __init__(self, inner):
+        self.inner, self.model, self.requests = inner, inner.model, []
+
+    def stream(self, request):
+        self.requests.append(request)
+        return self.inner.stream(request)
 
 
 def _run(wire, make_provider, tmp_path):
     script = coding_script(sys.executable)
     with FakeModelServer(wire, script) as server:
-        agent = Agent(make_provider(server.base_url), tmp_path / "ws", Config())
+        agent = Agent(Recording(make_provider(server.base_url)), tmp_path / "ws", Config())
         result = agent.run("Create calc.py with add(a, b) and a test, and make the test pass.")
         bodies = [r.json() for r in server.answered]
     return agent, result, bodies
@@ -40,10 +52,12 @@ def test_openai_adapter_runs_the_session(tmp_path):
     assert all(b["tools"] == bodies[0]["tools"] for b in bodies)
     assert all(b["messages"][0] == bodies[0]["messages"][0] for b in bodies)
     assert {b["prompt_cache_key"] for b in bodies} == {agent.session.id}
-    for prev, cur in itertools.pairwise(bodies):
-        # Everything but the previous request's last message (a live observation or the
-        # newest entry) is sent again unchanged, in the same order.
-        assert cur["messages"][: len(prev["messages"]) - 1] == prev["messages"][:-1]
+    built = agent.provider.requests
+    assert len(built) == len(bodies)
+    for request, (prev, cur) in zip(built, itertools.pairwise(bodies)):
+        # The previous request's persisted messages are sent again unchanged, in order.
+        n = request.segments.persisted
+        assert cur["messages"][:n] == prev["messages"][:n]
     assert (tmp_path / "ws" / "calc.py").read_text().endswith("a + b\n")
     usage = _usage(agent)
     assert len(usage) == 16 and sum(u["cached_tokens"] for u in usage) > 0.5 * sum(

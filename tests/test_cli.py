@@ -1,0 +1,87 @@
+"""The command line: user mistakes are one line on stderr and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "contextengine.cli"]
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTENGINE_", "OPENAI_", "ANTHROPIC_"))}
+    full_env.update(env or {})
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, env=full_env, timeout=120)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_help_lists_the_commands():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for command in ("demo", "run"):
+        assert command in result.stdout
+
+
+def test_demo_runs_offline(tmp_path):
+    result = run_cli("demo", "--workspace", str(tmp_path / "ws"))
+    assert result.returncode == 0, result.stderr
+    assert "hello, world" in result.stdout
+    assert "0 cache breaks" in result.stdout
+    assert (tmp_path / "ws" / "greet.py").exists()
+
+
+def test_missing_api_key(tmp_path):
+    result = run_cli("run", "hello", "-p", "openai", "-m", "gpt-test", "-w", str(tmp_path))
+    assert_one_line_error(result, "OPENAI_API_KEY")
+
+
+def test_unknown_provider(tmp_path):
+    result = run_cli("run", "hello", "-p", "nope", "-w", str(tmp_path))
+    assert_one_line_error(result, "unknown provider 'nope'")
+
+
+def test_bad_config_key(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text("contxt_window = 5\n")
+    result = run_cli("run", "hi", "-p", "openai", "-m", "x", "-c", str(config), "-w", str(tmp_path))
+    assert_one_line_error(result, "unknown setting 'contxt_window'", str(config))
+
+
+def test_bad_env_override(tmp_path):
+    result = run_cli("run", "hi", "-w", str(tmp_path), env={"CONTEXTENGINE_DIVERSITY": "maybe"})
+    assert_one_line_error(result, "CONTEXTENGINE_DIVERSITY")
+
+
+def test_resume_of_a_folder_without_a_session(tmp_path):
+    result = run_cli("run", "hi", "-p", "openai", "-m", "x", "--resume", str(tmp_path), env={"OPENAI_API_KEY": "k"})
+    assert_one_line_error(result, "no session log")
+
+
+def test_corrupt_session_log_names_file_and_line(tmp_path):
+    session = tmp_path / "s"
+    session.mkdir()
+    (session / "session.jsonl").write_text(
+        '{"created":"x","diversity":true,"format":"contextengine-session","protocol":"native","session_id":"s","version":1}\n'
+        "{oops}\n"
+        '{"v":1,"i":1}\n'
+    )
+    result = run_cli("run", "hi", "-p", "openai", "-m", "x", "--resume", str(session), env={"OPENAI_API_KEY": "k"})
+    assert_one_line_error(result, "session.jsonl:2")
+
+
+@pytest.mark.parametrize("protocol", ["xml"])
+def test_bad_protocol(tmp_path, protocol):
+    result = run_cli("run", "hi", "-p", "openai", "-m", "x", "--protocol", protocol, "-w", str(tmp_path), env={"OPENAI_API_KEY": "k"})
+    assert_one_line_error(result, "--protocol")
