@@ -37,6 +37,12 @@ out = Console(highlight=False, soft_wrap=True)
 
 PROVIDER_HELP = "Provider: " + ", ".join(PROVIDER_NAMES) + " (local: --model is a GGUF path)."
 
+ProviderOption = Annotated[str, typer.Option("--provider", "-p", help=PROVIDER_HELP)]
+ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model name.")]
+BaseUrlOption = Annotated[str | None, typer.Option(help="Server URL for self-hosted providers.")]
+WorkspaceOption = Annotated[
+    Path, typer.Option("--workspace", "-w", help="The folder the agent works in.")
+]
 ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", "-c", help="Config file (TOML or YAML).", exists=True, dir_okay=False),
@@ -122,21 +128,10 @@ def run(
     message: Annotated[
         str | None, typer.Argument(help="The task. Omit it for an interactive session.")
     ] = None,
-    provider: Annotated[
-        str,
-        typer.Option(
-            "--provider",
-            "-p",
-            help=PROVIDER_HELP,
-        ),
-    ] = "openai",
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name.")] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="Server URL for self-hosted providers.")
-    ] = None,
-    workspace: Annotated[
-        Path, typer.Option("--workspace", "-w", help="The folder the agent works in.")
-    ] = Path("."),
+    provider: ProviderOption = "openai",
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    workspace: WorkspaceOption = Path("."),
     protocol: Annotated[
         str, typer.Option(help="native (tool calling) or text (ReAct text protocol).")
     ] = "native",
@@ -170,21 +165,10 @@ def run(
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 8765,
-    workspace: Annotated[
-        Path, typer.Option("--workspace", "-w", help="The folder the agent works in.")
-    ] = Path("."),
-    provider: Annotated[
-        str,
-        typer.Option(
-            "--provider",
-            "-p",
-            help=PROVIDER_HELP,
-        ),
-    ] = "openai",
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name.")] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="Server URL for self-hosted providers.")
-    ] = None,
+    workspace: WorkspaceOption = Path("."),
+    provider: ProviderOption = "openai",
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Serve the HTTP API (SSE events) and the web UI for sessions in a workspace."""
