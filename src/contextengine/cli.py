@@ -23,6 +23,7 @@ from contextengine.agent.events import (
 )
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError
+from contextengine.measure.commands import replay_command, report_command
 from contextengine.providers.factory import PROVIDER_NAMES
 
 app = typer.Typer(
@@ -191,6 +192,8 @@ def serve(
     uvicorn.run(application, host=host, port=port, log_level="info")
 
 
+app.command("replay")(replay_command)
+app.command("report")(report_command)
 
 
 def _prompt_lines():  # type: ignore[no-untyped-def]

@@ -1,0 +1,140 @@
+"""Replay every public trajectory under the engine's defaults and each ablation (R11.2).
+
+Rows: the default config; each component off in turn; every component off (which is the
+``full_history`` baseline, so it reads 1.00x); each history mode; the defaults with a small
+context window (compaction at work); and the two baselines. Columns: in total over the files,
+cost relative to ``full_history`` (sum of costs / sum of ``full_history`` costs), cost
+relative to the floor (every content token paid once, uncached), mean reference recall (over
+files), cache breaks outside compaction / caused by compaction, the least-cached compaction
+summary request; then per file, cost relative to ``full_history`` / reference recall.
+
+Targets (issue 5): total cost <= 0.5x ``full_history`` with mean recall >= 0.95, no breaks
+outside compaction, compaction summary requests >= 90% cached.
+
+    python benchmarks/replay_all.py [--history-mode full] [--window 60000] [--prices FAMILY]
+                                    [--trajectories DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from contextengine.config import COMPONENT_FLAGS, Config
+from contextengine.measure.prices import DEFAULT_FAMILY
+from contextengine.measure.replay import Replayer, StrategyResult
+from contextengine.measure.tokens import TokenCounter
+from contextengine.measure.trajectory import load_trajectory
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "bench" / "trajectories"
+
+
+@dataclass
+class Row:
+    """One configuration's results over every file."""
+
+    label: str
+    results: list[StrategyResult] = field(default_factory=list)
+
+
+def configs(window: int, history_mode: str | None) -> list[tuple[str, Config | None]]:
+    """The configurations to replay (``None`` marks a baseline); ``history_mode`` replaces
+    the default history mode under every engine row."""
+    default = Config() if history_mode is None else Config(history_mode=history_mode)
+    rows: list[tuple[str, Config | None]] = [(f"engine ({default.history_mode} history)", default)]
+    rows += [(f"{flag} off", default.with_flags(**{flag: False})) for flag in COMPONENT_FLAGS]
+    rows.append(("all off (enabled=false)", default.with_flags(enabled=False)))
+    rows += [
+        (f"history_mode={mode}", default.with_flags(history_mode=mode))
+        for mode in ("compressed", "full", "round_scratchpad")
+        if mode != default.history_mode
+    ]
+    rows.append((f"engine, window {window:,}", default.with_flags(context_window=window)))
+    rows.append(("baseline full_history", None))
+    rows.append(("baseline sliding_window", None))
+    return rows
+
+
+def main() -> None:
+    """Replay, then print the markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trajectories", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--window", type=int, default=60_000, help="small-window row (tokens)")
+    parser.add_argument("--prices", default=DEFAULT_FAMILY)
+    parser.add_argument(
+        "--history-mode",
+        choices=("compressed", "full", "round_scratchpad"),
+        help="base history mode for every engine row (default: the config's default)",
+    )
+    args = parser.parse_args()
+    files = sorted(args.trajectories.glob("*.json"))
+    if not files:
+        sys.exit(f"no trajectories in {args.trajectories}")
+    counter = TokenCounter()
+    plan = configs(args.window, args.history_mode)
+    rows = [Row(label) for label, _ in plan]
+    started = time.perf_counter()
+    for path in files:
+        replayer = Replayer(load_trajectory(path), prices=args.prices, counter=counter)
+        baselines = replayer.baselines()
+        for row, (label, config) in zip(rows, plan, strict=True):
+            if config is None:
+                row.results.append(baselines[label.removeprefix("baseline ")])
+            else:
+                row.results.append(replayer.engine(config))
+        print(f"replayed {path.name} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    full = next(r for r in rows if r.label == "baseline full_history").results
+    print(table(files, rows, full))
+
+
+def table(files: list[Path], rows: list[Row], full: list[StrategyResult]) -> str:
+    """The markdown table: totals, then per file cost ratio / recall."""
+    names = [p.stem.split("_")[0] + ":" + p.stem.split("_", 1)[1][:14] for p in files]
+    header = [
+        "config",
+        "cost / full",
+        "cost / floor",
+        "recall",
+        "breaks (other / compaction)",
+        "summary cached (min)",
+        *names,
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    full_total = sum(r.cost_usd for r in full)
+    for row in rows:
+        cost = sum(r.cost_usd for r in row.results)
+        floor = sum(r.floor_usd for r in row.results)
+        recalls = [r.reference_recall for r in row.results if r.reference_recall is not None]
+        breaks = [b for r in row.results for b in r.cache_breaks]
+        compaction = sum(1 for b in breaks if b["cause"] == "compaction")
+        summaries = [
+            s["cached_share"]
+            for r in row.results
+            for s in r.side_calls
+            if s["purpose"] == "summary"
+        ]
+        cells = [
+            row.label,
+            f"{cost / full_total:.3f}x",
+            f"{cost / floor:.2f}x",
+            f"{sum(recalls) / len(recalls):.3f}" if recalls else "-",
+            f"{len(breaks) - compaction} / {compaction}",
+            f"{min(summaries):.0%} ({len(summaries)})" if summaries else "-",
+            *(
+                f"{r.cost_usd / f.cost_usd:.2f}x / {_recall(r)}"
+                for r, f in zip(row.results, full, strict=True)
+            ),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _recall(result: StrategyResult) -> str:
+    return "-" if result.reference_recall is None else f"{result.reference_recall:.2f}"
+
+
+if __name__ == "__main__":
+    main()

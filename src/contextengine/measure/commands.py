@@ -1,0 +1,184 @@
+"""The ``replay`` and ``report`` commands of the CLI (registered in ``contextengine.cli``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from contextengine.config import Config
+from contextengine.measure.prices import DEFAULT_FAMILY, PRICE_TABLE
+
+PRICES_HELP = "Price family: " + ", ".join(PRICE_TABLE) + f" (default {DEFAULT_FAMILY})."
+
+
+def replay_command(
+    trajectory: Annotated[Path, typer.Argument(help="A recorded run (bench TRAJECTORY_FORMAT).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    dump: Annotated[
+        Path | None,
+        typer.Option(help="Write request-%04d.json per step and side-%04d.json per side call."),
+    ] = None,
+    flags: Annotated[
+        str, typer.Option(help="Settings as name=value, comma-separated: diversity=off,...")
+    ] = "",
+    history_mode: Annotated[
+        str | None, typer.Option(help="compressed, full or round_scratchpad.")
+    ] = None,
+    context_window: Annotated[
+        int | None, typer.Option(help="Context window in tokens (compaction trigger).")
+    ] = None,
+    prices: Annotated[str, typer.Option(help=PRICES_HELP)] = DEFAULT_FAMILY,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="Config file (TOML or YAML).", dir_okay=False),
+    ] = None,
+) -> None:
+    """Replay a recorded run through the engine and compare it with the baselines."""
+    from contextengine.measure.prices import prices_for
+    from contextengine.measure.replay import apply_flags, replay
+    from contextengine.measure.trajectory import load_trajectory
+
+    recording = load_trajectory(trajectory)
+    prices_for(prices)
+    settings = apply_flags(
+        Config.load(config), flags, history_mode=history_mode, context_window=context_window
+    )
+    steps = len(recording.steps)
+    if as_json:
+        result = replay(recording, settings, name=str(trajectory), prices=prices, dump=dump)
+        sys.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
+        return
+    console = Console(stderr=True, highlight=False)
+    with Progress(
+        TextColumn("{task.description:<13}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        bars = {name: progress.add_task(name, total=steps) for name in ("engine", "full_history")}
+        result = replay(
+            recording,
+            settings,
+            name=str(trajectory),
+            prices=prices,
+            dump=dump,
+            on_step=lambda name, step: progress.update(bars[name], completed=step + 1),
+        )
+    Console(highlight=False, soft_wrap=True).print(_replay_table(result.as_dict()))
+
+
+_ROWS = (
+    ("steps", "{:,}"),
+    ("cost_usd", "${:.4f}"),
+    ("floor_usd", "${:.4f}"),
+    ("input_tokens", "{:,}"),
+    ("cached_tokens", "{:,}"),
+    ("cache_write_tokens", "{:,}"),
+    ("uncached_tokens", "{:,}"),
+    ("output_tokens", "{:,}"),
+    ("content_tokens", "{:,}"),
+    ("prefix_reuse", "{:.1%}"),
+    ("ideal_prefix_reuse", "{:.1%}"),
+    ("reference_recall", "{:.3f}"),
+)
+
+
+def _replay_table(figures: dict[str, Any]) -> Table:
+    full = figures["baselines"]["full_history"]
+    columns = {"engine": figures, **figures["baselines"]}
+    table = Table(
+        title=f"replay {figures['trajectory']} ({figures['history_mode']} history, "
+        f"{figures['prices']} prices)",
+        title_justify="left",
+    )
+    table.add_column("")
+    for name in columns:
+        table.add_column(name, justify="right")
+    for key, fmt in _ROWS:
+        table.add_row(key, *(_cell(fmt, col[key]) for col in columns.values()))
+    table.add_row(
+        "cost vs full_history",
+        *(
+            f"{col['cost_usd'] / full['cost_usd']:.3f}x" if full["cost_usd"] else "-"
+            for col in columns.values()
+        ),
+    )
+    table.add_row("cache breaks", *(_breaks(col["cache_breaks"]) for col in columns.values()))
+    table.add_row("side calls", *(_sides(col["side_calls"]) for col in columns.values()))
+    return table
+
+
+def _cell(fmt: str, value: Any) -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _breaks(breaks: list[dict[str, Any]]) -> str:
+    if not breaks:
+        return "0"
+    causes: dict[str, int] = {}
+    for brk in breaks:
+        causes[brk["cause"]] = causes.get(brk["cause"], 0) + 1
+    return ", ".join(f"{n} {cause}" for cause, n in causes.items())
+
+
+def _sides(sides: list[dict[str, Any]]) -> str:
+    if not sides:
+        return "0"
+    return ", ".join(f"{s['purpose']} {s['cached_share']:.0%} cached" for s in sides)
+
+
+def report_command(
+    session_dir: Annotated[Path, typer.Argument(help="A session folder (holds usage.jsonl).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    plot: Annotated[
+        Path | None, typer.Option(help="Write a PNG of per-call input tokens (cached/uncached).")
+    ] = None,
+    prices: Annotated[
+        str | None, typer.Option(help=PRICES_HELP.replace("default", "default: by model,"))
+    ] = None,
+) -> None:
+    """Report tokens, cache hits, cost, savings and cache breaks of a session."""
+    from contextengine.measure.prices import prices_for
+    from contextengine.measure.report import load_usage, plot_usage, usage_report
+
+    if prices is not None:
+        prices_for(prices)
+    records = load_usage(session_dir)
+    report = usage_report(session_dir, records, prices)
+    if plot is not None:
+        plot_usage(records, plot, title=f"{session_dir.name}: input tokens per call")
+    if as_json:
+        sys.stdout.write(json.dumps(report.as_dict(), ensure_ascii=False) + "\n")
+        return
+    console = Console(highlight=False, soft_wrap=True)
+    table = Table(title=f"usage of {session_dir}", title_justify="left", show_header=False)
+    table.add_column("")
+    table.add_column("", justify="right")
+    purposes = ", ".join(f"{n} {p}" for p, n in report.calls_by_purpose.items())
+    table.add_row("model calls", f"{report.calls} ({purposes or 'none'})")
+    table.add_row("models", ", ".join(report.models) or "-")
+    for key in ("input_tokens", "cached_tokens", "cache_write_tokens", "uncached_tokens"):
+        table.add_row(key.replace("_", " "), f"{getattr(report, key):,}")
+    table.add_row("output tokens", f"{report.output_tokens:,}")
+    table.add_row("cache hit rate", f"{report.hit_rate:.1%}")
+    table.add_row(f"cost ({report.prices or '-'})", f"${report.cost_usd:.4f}")
+    table.add_row("cost without a cache", f"${report.cost_without_cache_usd:.4f}")
+    table.add_row("savings", f"${report.savings_usd:.4f} ({report.savings_share:.1%})")
+    table.add_row("cache breaks", str(len(report.cache_breaks)))
+    console.print(table)
+    for brk in report.cache_breaks:
+        console.print(
+            f"  call {brk['call']} ({brk['purpose']}): {brk.get('cause')} at char "
+            f"{brk.get('position')}",
+            markup=False,
+        )
+    if plot is not None:
+        console.print(f"plot: {plot}", markup=False)

@@ -1,0 +1,289 @@
+"""Playing a recorded run back through the real agent: the model and the tools, replayed.
+
+``ReplayProvider`` answers main requests with the recorded assistant turns in order and
+side calls (compaction summaries, 3-strike reboots) with fixed templates; ``RecordedTools``
+answers each tool call with the recorded observation. Both read one ``ReplayScript``.
+
+Rounds: each recorded ``user`` message starts a new round (``Agent.stream``). A round whose
+recording has no more turns (it ended on tool calls, or the engine asks again after a final
+answer it found too short) is closed by ``RoundInterrupted``: the loop ends the round
+without appending anything, as the recorded run got no reply there either. Such a request
+is not charged: no recorded step answered it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from contextengine.agent.text_protocol import parse_text_reply
+from contextengine.compress.compaction import SUMMARY_HEADING
+from contextengine.compress.compressors import tool_category
+from contextengine.context.canonical import canonical_json
+from contextengine.context.request import Request
+from contextengine.errors import ProviderError
+from contextengine.measure.accounting import CacheAccountant, CallCost
+from contextengine.measure.trajectory import RecordedStep, Trajectory
+from contextengine.providers.base import StreamingProvider
+from contextengine.tools.base import ToolOutcome
+from contextengine.tools.context import ToolContext
+from contextengine.tools.mask import ToolMask
+from contextengine.tools.spec import ToolSpec
+from contextengine.types import ModelReply, ReplyDone, ReplyEvent, TextDelta, ToolCall, Usage
+
+PSEUDO_TOOL = "observation"
+SHARED_OBSERVATION = "(the output of this call is included in the first result of this step)"
+SUMMARY_STEPS = 20
+SUMMARY_FILES = 20
+SUMMARY_LINE_CHARS = 160
+REBOOT_ANSWER = """\
+3. What went wrong: the last attempts failed the same way; the error output above says why.
+4. What to try differently: re-read the failing code and the full error before the next change.
+5. Human help: not needed yet; continuing with the plan."""
+
+_SHELL_BLOCK = re.compile(r"```(?:bash|sh|shell)[ \t]*\n(.*?)\n?```", re.S)
+_PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
+
+
+class RoundInterrupted(ProviderError):
+    """The recording has no further reply in this round; the round ends here."""
+
+
+@dataclass(frozen=True)
+class Round:
+    """One user turn of the recording: its message and its steps ``[start, end)``."""
+
+    user: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class ReplayCall:
+    """One charged model call: the request, the reply given, and its cost.
+
+    ``step`` is the recorded step that answered a main request (``None`` for side calls);
+    ``after_step`` is the last step answered before this call (-1 before the first).
+    """
+
+    request: Request
+    reply: ModelReply
+    cost: CallCost
+    step: int | None
+    after_step: int
+
+
+def split_rounds(trajectory: Trajectory) -> list[Round]:
+    """The rounds of a recording: the task, then one per step that carries ``user``."""
+    rounds: list[Round] = []
+    user, start = trajectory.task, 0
+    for j, step in enumerate(trajectory.steps):
+        if step.user is not None:
+            rounds.append(Round(user, start, j))
+            user, start = step.user, j
+    rounds.append(Round(user, start, len(trajectory.steps)))
+    return rounds
+
+
+class ReplayScript:
+    """Where the replay is: the round being played and the next recorded step."""
+
+    def __init__(self, trajectory: Trajectory) -> None:
+        self.trajectory = trajectory
+        self.rounds = split_rounds(trajectory)
+        self.position = 0
+        self.current: int | None = None
+        self._round_end = 0
+        self._calls_done = 0
+
+    def begin(self, round_: Round) -> None:
+        """Start playing ``round_``."""
+        self.position, self._round_end = round_.start, round_.end
+
+    def take_step(self) -> int | None:
+        """The next recorded step of this round (now current), or ``None`` when none is left."""
+        if self.position >= self._round_end:
+            return None
+        self.current, self.position = self.position, self.position + 1
+        self._calls_done = 0
+        return self.current
+
+    def ends_round(self, step: int) -> bool:
+        """Whether ``step`` is the last recorded step of its round."""
+        return step + 1 == self._round_end
+
+    def take_observation(self) -> ToolOutcome:
+        """What the current step's next tool call returns: the recorded observation for
+        the first call, a pointer to it for the parallel calls after it."""
+        if self.current is None:
+            raise ProviderError("replay: a tool ran before any recorded step was played")
+        step = self.trajectory.steps[self.current]
+        first = self._calls_done == 0
+        self._calls_done += 1
+        if not first:
+            return ToolOutcome.ok(SHARED_OBSERVATION)
+        return ToolOutcome("error" if step.is_error else "success", step.observation)
+
+
+def step_calls(step: RecordedStep, ends_round: bool) -> tuple[tuple[str, str], ...]:
+    """``(name, arguments_json)`` of the calls a step makes in the replay.
+
+    Recorded calls as they are. A step without calls whose observation must still follow
+    (it has one, or its round goes on) gets one pseudo call, parsed from its text when the
+    text holds an action. A step without calls that ends its round is a final answer.
+    """
+    if step.tool_calls:
+        return tuple((c.name, c.arguments_json) for c in step.tool_calls)
+    if ends_round and not step.observation:
+        return ()
+    parsed = parse_text_reply(step.assistant).action
+    if parsed is not None:
+        return ((parsed.name, parsed.arguments_json),)
+    block = _SHELL_BLOCK.search(step.assistant)
+    if block is not None:
+        return (("bash", canonical_json({"command": block.group(1)})),)
+    return ((PSEUDO_TOOL, "{}"),)
+
+
+def output_text(step: RecordedStep) -> list[str]:
+    """The texts of a step that the model produced as output (text, call names, arguments)."""
+    texts = [step.assistant]
+    for call in step.tool_calls:
+        texts += [call.name, call.arguments_json]
+    return texts
+
+
+class ReplayProvider(StreamingProvider):
+    """Plays the recorded assistant turns and charges every request it answers."""
+
+    def __init__(
+        self,
+        script: ReplayScript,
+        accountant: CacheAccountant,
+        *,
+        model: str = "replay",
+        on_step: Callable[[int], None] | None = None,
+    ) -> None:
+        self.model = model
+        self.script = script
+        self.accountant = accountant
+        self.calls: list[ReplayCall] = []
+        self._on_step = on_step
+        self._last_step = -1
+
+    def stream(self, request: Request) -> Iterator[ReplyEvent]:
+        """Answer ``request`` from the recording (a main request) or a template (a side call)."""
+        count = self.accountant.counter.count
+        step: int | None = None
+        if request.purpose == "main":
+            step = self.script.take_step()
+            if step is None:
+                raise RoundInterrupted("replay: no recorded reply left in this round")
+            reply = self._step_reply(step)
+            output = sum(count(t) for t in output_text(self.script.trajectory.steps[step]))
+        else:
+            reply = ModelReply(content=self._side_answer(request.purpose))
+            output = count(reply.content)
+        cost = self.accountant.charge(request, output)
+        self.calls.append(ReplayCall(request, reply, cost, step, self._last_step))
+        if step is not None:
+            self._last_step = step
+            if self._on_step is not None:
+                self._on_step(step)
+        usage = Usage(
+            input_tokens=cost.input_tokens,
+            cached_tokens=cost.cached_tokens,
+            cache_write_tokens=cost.cache_write_tokens,
+            output_tokens=output,
+            model=self.model,
+        )
+        if reply.content:
+            yield TextDelta(reply.content)
+        yield ReplyDone(replace(reply, usage=usage))
+
+    def _step_reply(self, j: int) -> ModelReply:
+        step = self.script.trajectory.steps[j]
+        calls = tuple(
+            ToolCall(f"replay_{j}_{k}", name, arguments)
+            for k, (name, arguments) in enumerate(step_calls(step, self.script.ends_round(j)))
+        )
+        return ModelReply(
+            content=step.assistant,
+            tool_calls=calls,
+            reasoning=step.reasoning,
+            finish_reason="tool_calls" if calls else "stop",
+        )
+
+    def _side_answer(self, purpose: str) -> str:
+        if purpose == "summary":
+            return summary_text(self.script.trajectory, self._last_step + 1)
+        return REBOOT_ANSWER
+
+
+def summary_text(trajectory: Trajectory, steps_done: int) -> str:
+    """A compaction summary in the fixed template, filled from the first ``steps_done``
+    recorded steps: the goal, the latest step notes and the files the calls touched."""
+    steps = trajectory.steps[:steps_done]
+    notes = [_first_line(s.assistant) for s in steps if s.assistant.strip()][-SUMMARY_STEPS:]
+    files: list[str] = []
+    for step in steps:
+        for call in step.tool_calls:
+            for key in _PATH_KEYS:
+                value = call.argument_values.get(key)
+                if isinstance(value, str) and value not in files:
+                    files.append(value)
+    lines = [
+        SUMMARY_HEADING,
+        f"*(Contains context from step 1 to step {steps_done})*",
+        "",
+        "### Objectives & Status",
+        f"* **Original Goal**: {_first_line(trajectory.task)}",
+        "",
+        "### Completed Milestones",
+        *(f"* [✓] {note}" for note in notes),
+        "",
+        "### File System State",
+        *(f"* `{path}`" for path in files[-SUMMARY_FILES:]),
+    ]
+    return "\n".join(lines)
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= SUMMARY_LINE_CHARS else line[: SUMMARY_LINE_CHARS - 1] + "…"
+
+
+class RecordedTools:
+    """The Toolset interface over a recording: each call returns the recorded observation."""
+
+    def __init__(self, trajectory: Trajectory, script: ReplayScript) -> None:
+        self._specs = list(trajectory.tool_specs)
+        self._script = script
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The declared tool names, sorted."""
+        return tuple(s.name for s in self._specs)
+
+    def specs(self) -> list[ToolSpec]:
+        """The declared tools, as the recorded run showed them to its model."""
+        return list(self._specs)
+
+    def execute(
+        self, call: ToolCall, ctx: ToolContext, mask: ToolMask | None = None
+    ) -> ToolOutcome:
+        """The recorded observation of the current step (the recording is the truth, so
+        masks are not applied)."""
+        outcome = self._script.take_observation()
+        if tool_category(call.name, _arguments(call)) == "read":
+            return replace(outcome, kind="file")
+        return outcome
+
+
+def _arguments(call: ToolCall) -> Mapping[str, Any]:
+    try:
+        return call.arguments()
+    except ValueError:
+        return {}

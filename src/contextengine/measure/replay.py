@@ -1,0 +1,379 @@
+"""Replay (R11.2): a recorded run through the real agent, priced against two baselines.
+
+The engine run uses the chosen config; ``full_history`` is the same run with every
+component off (a plain append-only chat, nothing compressed); ``sliding_window`` keeps
+system + task + the last 8 messages of that chat. All three are charged by one cache
+model (``accounting``) and checked for reference recall (``recall``).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from contextengine.agent.loop import Agent
+from contextengine.config import COMPONENT_FLAGS, Config
+from contextengine.context.builder import ContextBuilder
+from contextengine.context.canonical import canonical_json
+from contextengine.context.render import RenderStyle
+from contextengine.errors import ConfigError, ContextEngineError
+from contextengine.measure.accounting import CacheAccountant
+from contextengine.measure.playback import (
+    RecordedTools,
+    ReplayCall,
+    ReplayProvider,
+    ReplayScript,
+    output_text,
+)
+from contextengine.measure.prices import DEFAULT_FAMILY, prices_for
+from contextengine.measure.recall import mean_recall, request_text, step_recall, step_references
+from contextengine.measure.sliding_window import sliding_window
+from contextengine.measure.tokens import TokenCounter
+from contextengine.measure.trajectory import Trajectory
+from contextengine.session.session import Session
+
+StepCallback = Callable[[str, int], None]
+
+
+class ReplayError(ContextEngineError):
+    """The engine did not play a recording through (it ended a round early)."""
+
+
+@dataclass(frozen=True)
+class StrategyResult:
+    """The figures of one strategy over one recording (keys of ``replay --json``)."""
+
+    steps: int
+    prefix_reuse: float
+    ideal_prefix_reuse: float
+    input_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+    uncached_tokens: int
+    output_tokens: int
+    content_tokens: int
+    cost_usd: float
+    floor_usd: float
+    reference_recall: float | None
+    cache_breaks: tuple[dict[str, Any], ...]
+    side_calls: tuple[dict[str, Any], ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready figures (costs rounded to 1/1000 cent)."""
+        out = asdict(self)
+        out["cost_usd"] = round(self.cost_usd, 5)
+        out["floor_usd"] = round(self.floor_usd, 5)
+        out["cache_breaks"] = list(self.cache_breaks)
+        out["side_calls"] = list(self.side_calls)
+        return out
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """The engine's figures and the baselines', for one recording and one config."""
+
+    trajectory: str
+    model: str
+    config: Config
+    prices: str
+    engine: StrategyResult
+    baselines: dict[str, StrategyResult]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``replay --json`` object: the engine's keys at the top level."""
+        return {
+            "trajectory": self.trajectory,
+            "model": self.model,
+            "prices": self.prices,
+            "history_mode": self.config.effective_history_mode,
+            "context_window": self.config.context_window,
+            "flags": {name: self.config.flag(name) for name in COMPONENT_FLAGS},
+            **self.engine.as_dict(),
+            "baselines": {name: r.as_dict() for name, r in self.baselines.items()},
+        }
+
+
+def replay(
+    trajectory: Trajectory,
+    config: Config | None = None,
+    *,
+    name: str = "",
+    prices: str = DEFAULT_FAMILY,
+    counter: TokenCounter | None = None,
+    dump: Path | None = None,
+    on_step: StepCallback | None = None,
+) -> ReplayResult:
+    """Replay ``trajectory`` with ``config`` and with the baselines; ``dump`` writes the
+    engine's requests (``request-%04d.json``) and side calls (``side-%04d.json``)."""
+    config = config if config is not None else Config()
+    replayer = Replayer(trajectory, prices=prices, counter=counter)
+    engine = replayer.engine(config, dump=dump, on_step=_tagged(on_step, "engine"))
+    return ReplayResult(
+        trajectory=name,
+        model=trajectory.model,
+        config=config,
+        prices=prices,
+        engine=engine,
+        baselines=replayer.baselines(on_step=_tagged(on_step, "full_history")),
+    )
+
+
+class Replayer:
+    """One recording, replayed under several configs; the baselines are computed once."""
+
+    def __init__(
+        self,
+        trajectory: Trajectory,
+        *,
+        prices: str = DEFAULT_FAMILY,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        self.trajectory = trajectory
+        self.counter = counter or TokenCounter()
+        self._figures = _Figures(trajectory, self.counter, prices)
+        self._baselines: dict[str, StrategyResult] | None = None
+
+    def engine(
+        self,
+        config: Config,
+        *,
+        dump: Path | None = None,
+        on_step: Callable[[int], None] | None = None,
+    ) -> StrategyResult:
+        """The engine's figures under ``config`` (``dump``: write its requests there)."""
+        calls = replay_engine(self.trajectory, config, self.counter, on_step=on_step)
+        if dump is not None:
+            write_dump(self.trajectory, calls, dump)
+        return self._figures.of(calls)
+
+    def baselines(
+        self, *, on_step: Callable[[int], None] | None = None
+    ) -> dict[str, StrategyResult]:
+        """``full_history`` and ``sliding_window`` (computed on first use)."""
+        if self._baselines is None:
+            plain = replay_engine(
+                self.trajectory, Config(enabled=False), self.counter, on_step=on_step
+            )
+            accountant = CacheAccountant(self.counter)
+            window = [
+                ReplayCall(
+                    r, c.reply, accountant.charge(r, c.cost.output_tokens), c.step, c.after_step
+                )
+                for c in plain
+                if c.step is not None
+                for r in [sliding_window(c.request)]
+            ]
+            self._baselines = {
+                "full_history": self._figures.of(plain),
+                "sliding_window": self._figures.of(window),
+            }
+        return self._baselines
+
+
+def replay_engine(
+    trajectory: Trajectory,
+    config: Config,
+    counter: TokenCounter,
+    *,
+    on_step: Callable[[int], None] | None = None,
+) -> list[ReplayCall]:
+    """Play ``trajectory`` through a real ``Agent`` with ``config``; every charged call."""
+    script = ReplayScript(trajectory)
+    provider = ReplayProvider(
+        script, CacheAccountant(counter), model=trajectory.model or "replay", on_step=on_step
+    )
+    protocol = "native" if trajectory.native_calls else "text"
+    # every recorded step is one model call; leave room for retries and reboots
+    steps = max(config.max_steps, 2 * len(trajectory.steps) + 10)
+    settings = config.with_flags(max_steps=steps)
+    with tempfile.TemporaryDirectory(prefix="contextengine-replay-") as tmp:
+        workspace = Path(tmp) / "workspace"
+        sid = f"replay-{trajectory.digest}"
+        session = Session.create(
+            workspace / ".contextengine" / sid,
+            session_id=sid,
+            style=RenderStyle(protocol, settings.flag("diversity")),
+            durable=False,
+        )
+        try:
+            agent = Agent(
+                provider,
+                workspace,
+                settings,
+                tools=RecordedTools(trajectory, script),  # type: ignore[arg-type]
+                _session=session,
+            )
+            # The recorded run's own system prompt and tools are L1, verbatim: the agent's
+            # default prompt (and the text protocol's instructions) were not part of it.
+            agent.builder = ContextBuilder(
+                system_prompt=trajectory.system,
+                tools=trajectory.tool_specs if protocol == "native" else (),
+                project_root=agent.workspace,
+                config=settings,
+            )
+            for number, round_ in enumerate(script.rounds):
+                script.begin(round_)
+                status = ""
+                for event in agent.stream(round_.user):
+                    status = getattr(getattr(event, "result", None), "status", status)
+                if script.position < round_.end:
+                    raise ReplayError(
+                        f"the engine ended round {number + 1} at step {script.position} of "
+                        f"{round_.end} (status {status!r})"
+                    )
+        finally:
+            session.close()
+    return provider.calls
+
+
+class _Figures:
+    """Turns charged calls into a strategy's figures."""
+
+    def __init__(self, trajectory: Trajectory, counter: TokenCounter, prices: str) -> None:
+        self.trajectory = trajectory
+        self.prices = prices_for(prices)
+        self.references = step_references(trajectory)
+        self.content_tokens = content_tokens(trajectory, counter)
+
+    def of(self, calls: Sequence[ReplayCall]) -> StrategyResult:
+        main = [c for c in calls if c.step is not None]
+        main_input = sum(c.cost.input_tokens for c in main)
+        recalls = [
+            step_recall(self.references[c.step], request_text(c.request.messages, c.request.tools))
+            for c in main
+            if c.step is not None
+        ]
+        cost = sum(
+            self.prices.cost(
+                c.cost.uncached_tokens,
+                c.cost.cached_tokens,
+                c.cost.cache_write_tokens,
+                c.cost.output_tokens,
+            )
+            for c in calls
+        )
+        return StrategyResult(
+            steps=len(main),
+            prefix_reuse=_share(sum(c.cost.prefix_tokens for c in main), main_input),
+            ideal_prefix_reuse=_share(sum(c.cost.ideal_tokens for c in main), main_input),
+            input_tokens=sum(c.cost.input_tokens for c in calls),
+            cached_tokens=sum(c.cost.cached_tokens for c in calls),
+            cache_write_tokens=sum(c.cost.cache_write_tokens for c in calls),
+            uncached_tokens=sum(c.cost.uncached_tokens for c in calls),
+            output_tokens=sum(c.cost.output_tokens for c in calls),
+            content_tokens=self.content_tokens,
+            cost_usd=cost,
+            floor_usd=self.prices.cost(self.content_tokens, 0, 0, 0),
+            reference_recall=_round(mean_recall(recalls)),
+            cache_breaks=tuple(
+                {
+                    "step": c.step,
+                    "cause": brk.cause,
+                    "position": brk.position,
+                    "old": brk.old_snippet,
+                    "new": brk.new_snippet,
+                }
+                for c in main
+                if (brk := c.cost.cache_break) is not None
+            ),
+            side_calls=tuple(
+                {
+                    "purpose": c.cost.purpose,
+                    "after_step": c.after_step,
+                    "input_tokens": c.cost.input_tokens,
+                    "cached_tokens": c.cost.cached_tokens,
+                    "cached_share": _share(c.cost.cached_tokens, c.cost.input_tokens),
+                }
+                for c in calls
+                if c.step is None
+            ),
+        )
+
+
+def content_tokens(trajectory: Trajectory, counter: TokenCounter) -> int:
+    """The recording's own content tokenized once: system, tools, task, user messages,
+    assistant turns (text and calls) and full observations."""
+    tools = canonical_json([spec.to_openai() for spec in trajectory.tool_specs])
+    texts = [trajectory.system, tools, trajectory.task]
+    for step in trajectory.steps:
+        texts += [step.user or "", *output_text(step), step.observation]
+    return sum(counter.count(t) for t in texts)
+
+
+def write_dump(trajectory: Trajectory, calls: Sequence[ReplayCall], directory: Path) -> None:
+    """Write each main request as ``request-%04d.json`` (numbered by recorded step) and each
+    side call as ``side-%04d.json``: messages, tools, the persisted message count and the
+    texts charged as output, enough to recompute every figure."""
+    directory.mkdir(parents=True, exist_ok=True)
+    side = 0
+    for call in calls:
+        body: dict[str, Any] = {
+            "purpose": call.request.purpose,
+            "messages": call.request.messages,
+            "tools": call.request.tools,
+            "persisted_messages": call.request.segments.persisted,
+        }
+        if call.step is not None:
+            name = f"request-{call.step:04d}.json"
+            body["step"] = call.step
+            body["output"] = output_text(trajectory.steps[call.step])
+        else:
+            name = f"side-{side:04d}.json"
+            side += 1
+            body["after_step"] = call.after_step
+            body["output"] = [call.reply.content]
+        (directory / name).write_text(
+            json.dumps(body, ensure_ascii=False, indent=1), encoding="utf-8"
+        )
+
+
+def apply_flags(config: Config, spec: str, **options: Any) -> Config:
+    """``config`` with ``name=value`` settings from ``spec`` (comma-separated; ``on`` /
+    ``off`` for switches, e.g. ``diversity=off,history_mode=full``) and then ``options``
+    (settings given as their own command-line options; ``None`` = not given)."""
+    changes: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--flags: {item!r} is not name=value")
+        name = name.strip()
+        field = Config.model_fields.get(name)
+        if field is not None and field.annotation is bool:
+            changes[name] = _switch(name, value.strip())
+        else:
+            changes[name] = value.strip()
+    changes.update({k: v for k, v in options.items() if v is not None})
+    if not changes:
+        return config
+    try:
+        return config.with_flags(**changes)
+    except ConfigError as exc:
+        # name the command-line options, not the method that checked them
+        raise ConfigError("--flags: " + str(exc).split(": ", 1)[-1]) from None
+
+
+def _switch(name: str, value: str) -> bool:
+    lowered = value.lower()
+    if lowered in {"on", "true", "yes", "1"}:
+        return True
+    if lowered in {"off", "false", "no", "0"}:
+        return False
+    raise ConfigError(f"--flags: {name}={value!r}: expected on or off")
+
+
+def _tagged(callback: StepCallback | None, tag: str) -> Callable[[int], None] | None:
+    if callback is None:
+        return None
+    return lambda step: callback(tag, step)
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)

@@ -1,0 +1,142 @@
+"""The usage report (R11.1): tokens, cache hits, cost and savings of a recorded session.
+
+Reads a session's ``usage.jsonl`` (one record per model call, written by the agent). Cost
+is priced per call by the family of the call's model (``--prices`` overrides);
+savings compare with the same calls without a prompt cache (every input token at the
+uncached price). Prefix-monitor breaks are listed with their causes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from contextengine.errors import ContextEngineError
+from contextengine.measure.prices import Prices, family_of, prices_for
+from contextengine.measure.usage_log import UsageRecord, read_usage
+from contextengine.session.layout import SessionLayout
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    """Totals over a session's model calls (keys of ``report --json``)."""
+
+    session: str
+    calls: int
+    calls_by_purpose: dict[str, int]
+    models: tuple[str, ...]
+    prices: str
+    input_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+    uncached_tokens: int
+    output_tokens: int
+    hit_rate: float
+    cost_usd: float
+    cost_without_cache_usd: float
+    savings_usd: float
+    savings_share: float
+    cache_breaks: tuple[dict[str, Any], ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready totals."""
+        out = asdict(self)
+        out["models"] = list(self.models)
+        out["cache_breaks"] = list(self.cache_breaks)
+        return out
+
+
+def load_usage(session_dir: Path) -> list[UsageRecord]:
+    """The usage records of the session in ``session_dir``; one-line error if there are none."""
+    path = SessionLayout(session_dir).usage_log
+    if not session_dir.is_dir():
+        raise ContextEngineError(f"{session_dir}: not a folder")
+    if not path.is_file():
+        raise ContextEngineError(f"{session_dir}: no usage.jsonl here (not a session folder?)")
+    return list(read_usage(path))
+
+
+def usage_report(
+    session_dir: Path, records: list[UsageRecord], prices: str | None = None
+) -> UsageReport:
+    """Totals, cost and breaks of ``records``; ``prices`` names one family for every call,
+    else each call is priced by its model's family."""
+    total_cost = no_cache_cost = 0.0
+    families: set[str] = set()
+    for r in records:
+        family = prices or family_of(r.model)
+        families.add(family)
+        table = prices_for(family)
+        uncached = max(0, r.input_tokens - r.cached_tokens - r.cache_write_tokens)
+        total_cost += table.cost(uncached, r.cached_tokens, r.cache_write_tokens, r.output_tokens)
+        no_cache_cost += _no_cache(table, r)
+    input_tokens = sum(r.input_tokens for r in records)
+    cached = sum(r.cached_tokens for r in records)
+    writes = sum(r.cache_write_tokens for r in records)
+    return UsageReport(
+        session=str(session_dir),
+        calls=len(records),
+        calls_by_purpose=dict(Counter(r.purpose for r in records)),
+        models=tuple(sorted({r.model for r in records})),
+        prices=", ".join(sorted(families)),
+        input_tokens=input_tokens,
+        cached_tokens=cached,
+        cache_write_tokens=writes,
+        uncached_tokens=max(0, input_tokens - cached - writes),
+        output_tokens=sum(r.output_tokens for r in records),
+        hit_rate=round(cached / input_tokens, 4) if input_tokens else 0.0,
+        cost_usd=round(total_cost, 6),
+        cost_without_cache_usd=round(no_cache_cost, 6),
+        savings_usd=round(no_cache_cost - total_cost, 6),
+        savings_share=round(1 - total_cost / no_cache_cost, 4) if no_cache_cost else 0.0,
+        cache_breaks=tuple(
+            {"call": r.step, "purpose": r.purpose, **_break_fields(r.prefix["break"])}
+            for r in records
+            if isinstance(r.prefix.get("break"), dict)
+        ),
+    )
+
+
+def _no_cache(table: Prices, r: UsageRecord) -> float:
+    return table.cost(r.input_tokens, 0, 0, r.output_tokens)
+
+
+def _break_fields(found: dict[str, Any]) -> dict[str, Any]:
+    keys = ("cause", "position", "old_snippet", "new_snippet")
+    return {k: found[k] for k in keys if k in found}
+
+
+def plot_usage(records: list[UsageRecord], path: Path, title: str = "") -> None:
+    """A PNG of input tokens per model call, split cached / cache write / uncached; cache
+    breaks are marked."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ContextEngineError(
+            "--plot needs matplotlib: pip install 'contextengine[measure]'"
+        ) from None
+    calls = list(range(1, len(records) + 1))
+    cached = [r.cached_tokens for r in records]
+    writes = [r.cache_write_tokens for r in records]
+    uncached = [max(0, r.input_tokens - r.cached_tokens - r.cache_write_tokens) for r in records]
+    fig, ax = plt.subplots(figsize=(max(6.0, min(24.0, len(records) * 0.12)), 4.0))
+    ax.bar(calls, cached, width=1.0, label="cached", color="#4c956c")
+    ax.bar(calls, writes, width=1.0, bottom=cached, label="cache write", color="#f2c14e")
+    bottoms = [c + w for c, w in zip(cached, writes, strict=True)]
+    ax.bar(calls, uncached, width=1.0, bottom=bottoms, label="uncached", color="#d1495b")
+    breaks = [n for n, r in zip(calls, records, strict=True) if r.prefix.get("break")]
+    for n in breaks:
+        ax.axvline(n, color="black", linestyle=":", linewidth=1)
+    ax.set_xlabel("model call")
+    ax.set_ylabel("input tokens")
+    ax.set_title(title or "Input tokens per call (dotted lines: cache breaks)")
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

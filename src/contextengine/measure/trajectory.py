@@ -1,0 +1,162 @@
+"""Recorded agent runs (``bench/TRAJECTORY_FORMAT.md``), loaded and checked.
+
+A trajectory is a task, a system prompt, the tools the run declared, and its steps: each
+an assistant turn (text and tool calls) and the observation that followed. Unknown keys
+are ignored; ``null`` counts as absent. A malformed file raises ``TrajectoryError`` with
+one line naming the file and the field (``steps[3].tool_calls[0].name``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from contextengine.context.canonical import canonical_json
+from contextengine.errors import TrajectoryError
+from contextengine.tools.spec import ToolSpec
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None}
+        return data
+
+
+class RecordedCall(_Model):
+    """One recorded tool call: a tool name and its arguments (an object, or raw text)."""
+
+    name: StrictStr = Field(min_length=1)
+    id: Any = None
+    arguments: dict[str, Any] | StrictStr = Field(default_factory=dict)
+
+    @property
+    def arguments_json(self) -> str:
+        """Canonical JSON of object arguments; raw text as recorded otherwise."""
+        return self.arguments if isinstance(self.arguments, str) else canonical_json(self.arguments)
+
+    @property
+    def argument_values(self) -> dict[str, Any]:
+        """The arguments as an object (empty when they were recorded as text)."""
+        return self.arguments if isinstance(self.arguments, dict) else {}
+
+
+class RecordedStep(_Model):
+    """One assistant turn and the observation that followed it."""
+
+    assistant: StrictStr = ""
+    tool_calls: tuple[RecordedCall, ...] = ()
+    observation: StrictStr = ""
+    is_error: StrictBool = False
+    user: StrictStr | None = None
+    reasoning: StrictStr = ""
+
+
+class Trajectory(_Model):
+    """A recorded run: what the model was given and every step it took."""
+
+    source: StrictStr = ""
+    license: StrictStr = ""
+    model: StrictStr = ""
+    task: StrictStr
+    system: StrictStr = ""
+    tools: tuple[dict[str, Any], ...] = ()
+    steps: tuple[RecordedStep, ...]
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_have_names(cls, tools: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+        seen: set[str] = set()
+        for k, tool in enumerate(tools):
+            try:
+                name = ToolSpec.coerce(tool).name
+            except ValueError:
+                raise ValueError(f"tools[{k}]: a tool needs a 'name'") from None
+            if name in seen:
+                raise ValueError(f"tools[{k}]: duplicate tool name {name!r}")
+            seen.add(name)
+        return tools
+
+    @cached_property
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """The declared tools, sorted by name."""
+        return tuple(sorted((ToolSpec.coerce(t) for t in self.tools), key=lambda t: t.name))
+
+    @cached_property
+    def digest(self) -> str:
+        """A short stable hash of the content (names the replay session)."""
+        return hashlib.sha256(canonical_json(self.model_dump()).encode()).hexdigest()[:12]
+
+    @property
+    def native_calls(self) -> bool:
+        """Whether the run used native tool calling (declared tools or call ids), not text."""
+        return bool(self.tools) or any(c.id for s in self.steps for c in s.tool_calls)
+
+
+def load_trajectory(path: str | Path) -> Trajectory:
+    """Read and check a trajectory file; ``TrajectoryError`` names the file and field."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TrajectoryError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise TrajectoryError(f"{path}: not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TrajectoryError(
+            f"{path}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
+        ) from None
+    return parse_trajectory(data, str(path))
+
+
+def parse_trajectory(data: Any, name: str = "<trajectory>") -> Trajectory:
+    """Check parsed JSON ``data`` against the trajectory format."""
+    if not isinstance(data, dict):
+        raise TrajectoryError(f"{name}: expected a JSON object at the top level")
+    try:
+        return Trajectory.model_validate(data)
+    except ValidationError as exc:
+        raise TrajectoryError(f"{name}: {_describe(exc)}") from None
+
+
+_EXPECTED = {
+    "string_type": "expected a string",
+    "string_too_short": "expected a non-empty string",
+    "bool_type": "expected true or false",
+    "dict_type": "expected an object",
+    "model_type": "expected an object",
+    "tuple_type": "expected a list",
+    "list_type": "expected a list",
+    "missing": "required field is missing",
+}
+
+
+def _describe(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    message = str(err["msg"]).removeprefix("Value error, ")
+    if message.startswith("tools["):
+        return message
+    # a union member's type name ("str", "dict[str,any]") is part of pydantic's location
+    path = [p for p in err["loc"] if p not in ("str", "dict[str,any]")]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    return f"{where or '(top level)'}: {_EXPECTED.get(err['type'], message)}"

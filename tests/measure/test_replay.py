@@ -1,0 +1,237 @@
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextengine import Config
+from contextengine.measure.playback import SHARED_OBSERVATION
+from contextengine.measure.replay import replay
+from contextengine.measure.trajectory import load_trajectory, parse_trajectory
+
+from .conftest import NATIVE_SAMPLE, TEXT_SAMPLE, cli, write_json
+from .recompute import recompute
+
+KEYS = {
+    "steps",
+    "prefix_reuse",
+    "ideal_prefix_reuse",
+    "input_tokens",
+    "cached_tokens",
+    "uncached_tokens",
+    "content_tokens",
+    "cost_usd",
+    "floor_usd",
+    "reference_recall",
+    "cache_breaks",
+}
+
+
+def run_json(*args: str | Path) -> dict[str, Any]:
+    done = cli("replay", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def dumped(directory: Path, name: str) -> dict[str, Any]:
+    return json.loads((directory / name).read_text(encoding="utf-8"))
+
+
+def test_replay_json_of_a_shipped_sample_has_every_key_for_engine_and_baselines(
+    tmp_path: Path,
+) -> None:
+    figures = run_json(NATIVE_SAMPLE, "--dump", tmp_path)
+    recording = json.loads(NATIVE_SAMPLE.read_text(encoding="utf-8"))
+    assert set(figures) >= KEYS
+    assert set(figures["baselines"]) == {"full_history", "sliding_window"}
+    for baseline in figures["baselines"].values():
+        assert set(baseline) >= KEYS
+        assert baseline["steps"] == len(recording["steps"])
+    assert figures["steps"] == len(recording["steps"])
+    assert figures["baselines"]["full_history"]["reference_recall"] == 1.0
+    assert figures["cache_breaks"] == []
+    assert figures["input_tokens"] == (
+        figures["cached_tokens"] + figures["cache_write_tokens"] + figures["uncached_tokens"]
+    )
+    assert len(list(tmp_path.glob("request-*.json"))) == len(recording["steps"])
+
+
+@pytest.mark.parametrize("sample", [NATIVE_SAMPLE, TEXT_SAMPLE], ids=["native", "text"])
+def test_figures_are_recomputed_from_the_dump_independently(sample: Path, tmp_path: Path) -> None:
+    figures = run_json(sample, "--dump", tmp_path)
+    again = recompute(tmp_path, json.loads(sample.read_text(encoding="utf-8")))
+    for key in (
+        "steps",
+        "input_tokens",
+        "cached_tokens",
+        "cache_write_tokens",
+        "uncached_tokens",
+        "output_tokens",
+        "prefix_reuse",
+        "ideal_prefix_reuse",
+        "content_tokens",
+        "cost_usd",
+        "floor_usd",
+        "reference_recall",
+    ):
+        assert again[key] == figures[key], key
+    assert again["cache_breaks"] == len(figures["cache_breaks"])
+    assert [s["purpose"] for s in again["side_calls"]] == [
+        s["purpose"] for s in figures["side_calls"]
+    ]
+    assert [s["cached_tokens"] for s in again["side_calls"]] == [
+        s["cached_tokens"] for s in figures["side_calls"]
+    ]
+
+
+def test_compaction_summaries_are_side_calls_charged_cached_and_recomputable(
+    multi_round: dict[str, Any], tmp_path: Path
+) -> None:
+    big = "\n".join(f"line {i}: value_{i} = compute_{i}()" for i in range(400))
+    multi_round["steps"][0]["observation"] = big
+    multi_round["steps"][1]["observation"] = big.replace("value", "other")
+    path = write_json(tmp_path / "run.json", multi_round)
+    dump = tmp_path / "dump"
+    figures = run_json(
+        path,
+        "--dump",
+        dump,
+        "--flags",
+        "keep_rounds=1,history_mode=full,externalize=off",
+        "--context-window",
+        "6000",
+    )
+    summaries = [s for s in figures["side_calls"] if s["purpose"] == "summary"]
+    assert summaries, figures["side_calls"]
+    side = dumped(dump, "side-0000.json")
+    assert side["purpose"] == "summary"
+    assert side["output"][0].startswith("## 📌 Archived Session Summary")
+    assert any(b["cause"] == "compaction" for b in figures["cache_breaks"])
+    assert all(b["cause"] == "compaction" for b in figures["cache_breaks"])
+    again = recompute(dump, multi_round)
+    assert again["cost_usd"] == figures["cost_usd"]
+    assert again["cached_tokens"] == figures["cached_tokens"]
+    assert [s["cached_tokens"] for s in again["side_calls"]] == [
+        s["cached_tokens"] for s in figures["side_calls"]
+    ]
+
+
+def test_rounds_parallel_calls_errors_and_reasoning_replay_in_order(
+    multi_round: dict[str, Any], tmp_path: Path
+) -> None:
+    path = write_json(tmp_path / "run.json", multi_round)
+    figures = run_json(path, "--dump", tmp_path / "dump")
+    assert figures["steps"] == 6
+    assert len(list((tmp_path / "dump").glob("request-*.json"))) == 6
+    second = dumped(tmp_path / "dump", "request-0002.json")
+    texts = [m.get("content") or "" for m in second["messages"]]
+    assert any("def helper_59(value)" in t for t in texts)  # step 1's observation, in full
+    assert any(SHARED_OBSERVATION in t for t in texts)  # the parallel call's pointer
+    assert not any("module_7 looks relevant" in t for t in texts)  # reasoning is not sent
+    fifth = dumped(tmp_path / "dump", "request-0004.json")
+    users = [m["content"] for m in fifth["messages"] if m["role"] == "user"]
+    assert any(u.startswith("Please also check helper_7.") for u in users)
+    finals = [m for m in fifth["messages"] if m["role"] == "assistant" and not m.get("tool_calls")]
+    assert finals[-1]["content"] == "helper_42 multiplies by the wrong factor; fixed it."
+
+
+def test_text_protocol_run_without_tools_or_calls(
+    text_protocol: dict[str, Any], tmp_path: Path
+) -> None:
+    path = write_json(tmp_path / "run.json", text_protocol)
+    figures = run_json(path, "--dump", tmp_path / "dump")
+    assert figures["steps"] == 4
+    last = dumped(tmp_path / "dump", "request-0003.json")
+    assert last["tools"] == []
+    assert last["messages"][0] == {"role": "system", "content": text_protocol["system"]}
+    contents = [m["content"] for m in last["messages"]]
+    assert "THOUGHT: look around\n\n```bash\nls -la\n```" in contents
+    assert any("version = 4.2.1" in c for c in contents)
+    assert any("Format error." in c for c in contents)
+    assert all(m["role"] in {"system", "user", "assistant"} for m in last["messages"])
+    again = recompute(tmp_path / "dump", text_protocol)
+    assert again["cost_usd"] == figures["cost_usd"]
+
+
+def test_a_short_final_answer_and_a_round_ending_on_tool_calls_keep_the_alignment(
+    multi_round: dict[str, Any], tmp_path: Path
+) -> None:
+    multi_round["steps"][3]["assistant"] = "Done."  # the engine retries answers under 10 chars
+    del multi_round["steps"][5]  # the last round now ends on a tool call
+    path = write_json(tmp_path / "run.json", multi_round)
+    figures = run_json(path, "--dump", tmp_path / "dump")
+    assert figures["steps"] == 5
+    fifth = dumped(tmp_path / "dump", "request-0004.json")
+    contents = [m.get("content") or "" for m in fifth["messages"]]
+    assert "Done." in contents
+    assert contents.count("Done.") == 1
+
+
+def test_first_step_with_a_user_message_and_empty_steps(tmp_path: Path) -> None:
+    recording = {
+        "task": "Start.",
+        "steps": [
+            {
+                "user": "Actually, list the files.",
+                "assistant": "",
+                "tool_calls": [{"name": "ls"}],
+                "observation": "a.txt",
+            },
+            {"assistant": "There is one file, a.txt."},
+        ],
+    }
+    figures = run_json(write_json(tmp_path / "run.json", recording), "--dump", tmp_path / "d")
+    assert figures["steps"] == 2
+    first = dumped(tmp_path / "d", "request-0000.json")
+    users = [m["content"] for m in first["messages"] if m["role"] == "user"]
+    assert [u for u in users if not u.startswith("<system-reminder>")][:2] == [
+        "Start.",
+        "Actually, list the files.",
+    ]
+    empty = run_json(write_json(tmp_path / "empty.json", {"task": "Nothing.", "steps": []}))
+    assert empty["steps"] == 0 and empty["reference_recall"] is None
+
+
+def test_flags_and_history_modes_change_the_engine_not_the_baselines(tmp_path: Path) -> None:
+    default = run_json(NATIVE_SAMPLE)
+    plain = run_json(NATIVE_SAMPLE, "--flags", "enabled=off")
+    assert plain["flags"]["diversity"] is False and plain["history_mode"] == "full"
+    assert plain["cost_usd"] == default["baselines"]["full_history"]["cost_usd"]
+    assert plain["baselines"] == default["baselines"]
+    compressed = run_json(NATIVE_SAMPLE, "--history-mode", "compressed")
+    assert compressed["history_mode"] == "compressed"
+
+
+def test_replay_is_deterministic() -> None:
+    recording = load_trajectory(TEXT_SAMPLE)
+    first = replay(recording, Config()).as_dict()
+    second = replay(recording, Config()).as_dict()
+    assert first == second
+
+
+def test_sliding_window_keeps_system_task_and_at_most_eight_messages(
+    multi_round: dict[str, Any],
+) -> None:
+    from contextengine.measure.replay import replay_engine
+    from contextengine.measure.sliding_window import sliding_window
+    from contextengine.measure.tokens import TokenCounter
+
+    calls = replay_engine(parse_trajectory(multi_round), Config(enabled=False), TokenCounter())
+    for call in calls:
+        window = sliding_window(call.request)
+        messages = window.messages
+        assert messages[:2] == call.request.messages[:2]
+        assert len(messages) <= 10
+        assert (
+            messages[2:] == call.request.messages[len(call.request.messages) - len(messages) + 2 :]
+        )
+        if len(call.request.messages) > 10:
+            assert messages[2]["role"] != "tool"
+        assert window.persisted_chunks == 3
+
+
+def test_human_output_has_a_table_with_the_baselines() -> None:
+    done = cli("replay", TEXT_SAMPLE)
+    assert done.returncode == 0, done.stderr
+    for word in ("engine", "full_history", "sliding_window", "reference_recall", "cost vs"):
+        assert word in done.stdout

@@ -1,0 +1,108 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from contextengine import Agent, Config, ScriptedProvider
+from contextengine.measure.prices import prices_for
+from contextengine.measure.report import load_usage, usage_report
+
+from .conftest import cli
+
+
+@pytest.fixture(scope="module")
+def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real session made by the agent loop with a scripted model."""
+    workspace = tmp_path_factory.mktemp("ws")
+    (workspace / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+    provider = ScriptedProvider(
+        [
+            {
+                "content": "Reading.",
+                "tool_calls": [{"name": "file_read", "arguments": {"path": "notes.txt"}}],
+            },
+            {
+                "content": "Counting.",
+                "tool_calls": [{"name": "shell_exec", "arguments": {"command": "wc -l notes.txt"}}],
+            },
+            {"content": "notes.txt has two lines: alpha and beta."},
+        ],
+        model="claude-sonnet-4-5",
+    )
+    agent = Agent(provider=provider, workspace=workspace, config=Config())
+    result = agent.run("How many lines does notes.txt have?")
+    assert result.status == "completed"
+    return result.session_dir
+
+
+def test_report_json_totals_match_the_usage_log(session_dir: Path) -> None:
+    done = cli("report", session_dir, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    lines = [json.loads(line) for line in (session_dir / "usage.jsonl").read_text().splitlines()]
+    assert report["calls"] == len(lines) == 3
+    for key in ("input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens"):
+        assert report[key] == sum(line[key] for line in lines), key
+    assert report["hit_rate"] == round(report["cached_tokens"] / report["input_tokens"], 4)
+    sonnet = prices_for("claude-sonnet")
+    expected = sum(
+        sonnet.cost(
+            line["input_tokens"] - line["cached_tokens"] - line["cache_write_tokens"],
+            line["cached_tokens"],
+            line["cache_write_tokens"],
+            line["output_tokens"],
+        )
+        for line in lines
+    )
+    assert report["cost_usd"] == pytest.approx(expected, abs=1e-6)
+    no_cache = sum(sonnet.cost(line["input_tokens"], 0, 0, line["output_tokens"]) for line in lines)
+    assert report["savings_usd"] == pytest.approx(no_cache - expected, abs=1e-6)
+    assert report["savings_usd"] > 0
+    assert report["calls_by_purpose"] == {"main": 3}
+    assert report["cache_breaks"] == []
+
+
+def test_report_lists_cache_breaks_with_their_causes(tmp_path: Path, session_dir: Path) -> None:
+    copy = tmp_path / "s"
+    copy.mkdir()
+    lines = (session_dir / "usage.jsonl").read_text().splitlines()
+    broken = json.loads(lines[-1])
+    broken["prefix"]["break"] = {
+        "position": 12,
+        "cause": "l2_changed",
+        "old_snippet": "a",
+        "new_snippet": "b",
+    }
+    (copy / "usage.jsonl").write_text("\n".join([*lines[:-1], json.dumps(broken)]) + "\n")
+    report = usage_report(copy, load_usage(copy))
+    assert report.cache_breaks == (
+        {
+            "call": broken["step"],
+            "purpose": "main",
+            "cause": "l2_changed",
+            "position": 12,
+            "old_snippet": "a",
+            "new_snippet": "b",
+        },
+    )
+    done = cli("report", copy)
+    assert done.returncode == 0 and "l2_changed" in done.stdout
+
+
+def test_report_plot_writes_a_png_and_the_human_table(session_dir: Path, tmp_path: Path) -> None:
+    plot = tmp_path / "plots" / "usage.png"
+    done = cli("report", session_dir, "--plot", plot)
+    assert done.returncode == 0, done.stderr
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for words in ("cache hit rate", "savings", "claude-sonnet"):
+        assert words in done.stdout
+
+
+def test_report_prices_option_and_missing_session(session_dir: Path, tmp_path: Path) -> None:
+    opus = json.loads(cli("report", session_dir, "--json", "--prices", "claude-opus").stdout)
+    sonnet = json.loads(cli("report", session_dir, "--json").stdout)
+    assert opus["prices"] == "claude-opus" and opus["cost_usd"] > sonnet["cost_usd"]
+    done = cli("report", tmp_path / "nowhere")
+    assert done.returncode == 2 and "not a folder" in done.stderr
+    done = cli("report", tmp_path)
+    assert done.returncode == 2 and "no usage.jsonl" in done.stderr
