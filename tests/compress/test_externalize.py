@@ -85,9 +85,9 @@ def test_ref_json_round_trip(ext: Externalizer) -> None:
 
 
 def test_preview_keeps_head_and_tail() -> None:
-    text = "H" * 600 + "M" * 5000 + "T" * 400
+    text = "H" * 300 + "M" * 5000 + "T" * 200
     preview = make_preview(text)
-    assert preview == "H" * 600 + "\n[... 5000 chars ...]\n" + "T" * 400
+    assert preview == "H" * 300 + "\n[... 5000 chars ...]\n" + "T" * 200
 
 
 def test_a_ref_needs_a_source() -> None:

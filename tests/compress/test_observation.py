@@ -50,15 +50,16 @@ def _ref_of(live: str) -> CompressedRef:
     return CompressedRef.from_json(live.split("\n", 1)[0])
 
 
-def test_small_output_is_live_in_full_and_compressed_in_history(h: Harness) -> None:
+def test_small_output_is_kept_verbatim_and_shown_once(h: Harness) -> None:
+    """Nothing to cut: the verbatim text is smaller than its JSON form, so history keeps it
+    and the model sees it once (history == live: no live duplicate)."""
     args, out = h.run("shell_exec", command="echo hello")
-    obs = h.processor().process(3, "shell_exec", args, out)
-    assert obs == ProcessedObservation(
-        history=compress_observation("shell_exec", args, out),
-        live=out.text,
-        full_ref=None,
-        original_length=len(out.text),
-    )
+    assert len(compress_observation("shell_exec", args, out)) > len(out.text)
+    for mode in ("compressed", "full"):
+        obs = h.processor(mode).process(3, "shell_exec", args, out)
+        assert obs == ProcessedObservation(
+            history=out.text, live=out.text, full_ref=None, original_length=len(out.text)
+        )
     assert h.artifacts() == []
 
 

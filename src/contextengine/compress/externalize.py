@@ -29,8 +29,8 @@ THRESHOLDS: Mapping[ObservationKind, int] = {
     "db": 1000,
     "other": 3000,
 }
-PREVIEW_HEAD_CHARS = 600
-PREVIEW_TAIL_CHARS = 400
+PREVIEW_HEAD_CHARS = 300
+PREVIEW_TAIL_CHARS = 200
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 

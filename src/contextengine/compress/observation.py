@@ -8,6 +8,7 @@ artifacts first (R3.3). An error's message is kept verbatim in both (R5.1).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,9 @@ from contextengine.tools.classify import error_tail
 ERROR_TAIL_LINES = 20
 TITLE_CHARS = 120
 _TITLE_ARGS = ("path", "file_path", "pattern", "command", "url", "query")
+MAX_INDEXED_NAMES = 200
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{5,}")
+_CODE_LIKE = re.compile(r"[_./\-0-9]|[a-z][A-Z]")
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class ObservationProcessor:
         self._externalizer = externalizer
         self._mode = mode
         self._externalize = externalize
+        self._seen: set[str] = set()
 
     def process(
         self,
@@ -60,18 +65,49 @@ class ObservationProcessor:
         externalized = self._externalize and over_threshold(full, kind)
         ref = self._store(name, full, kind, tool_name, arguments) if externalized else None
         if self._mode == "full":
-            history = live = _ref_view(ref, outcome) if ref else full
+            history = live = self._ref_view(ref, outcome) if ref else full
         else:
             compressed = compress(tool_name, arguments, outcome)
             if compressed.cut:
                 ref = ref or self._store(name, full, kind, tool_name, arguments)
-                compressed = compress(tool_name, arguments, outcome, full_ref=ref.path)
-            history = compressed.text
-            live = _ref_view(ref, outcome) if externalized and ref else full
+                history = compress(tool_name, arguments, outcome, full_ref=ref.path).text
+                live = self._ref_view(ref, outcome) if externalized else full
+            else:
+                # Nothing to cut: the verbatim text is smaller than its JSON form, and
+                # showing it once in history is all the model needs.
+                history = live = full
+                ref = None
+        self._seen.update(names_in(history))
         full_ref = None
         if ref is not None:
             full_ref = self._externalizer.session_relative(self._externalizer.path_for(name))
         return ProcessedObservation(history, live, full_ref, len(full))
+
+    def _ref_view(self, ref: CompressedRef, outcome: ToolOutcome) -> str:
+        """The ref, an index of the names the full text holds, how to read it, and a
+        failure's message verbatim.
+
+        The index lists the names new to this session (in no observation history holds,
+        nor in the preview), so the model knows what the artifact holds without reading it.
+        """
+        parts = [
+            ref.to_json(),
+            "The full output is saved at the ref's path; read it in parts with file_read "
+            "(start_line/end_line).",
+        ]
+        fresh = [n for n in names_in(outcome.text) if n not in self._seen and n not in ref.preview]
+        if fresh:
+            shown = fresh[:MAX_INDEXED_NAMES]
+            more = f" (and {len(fresh) - len(shown)} more)" if len(fresh) > len(shown) else ""
+            parts.append(f"Names in the full output: {', '.join(shown)}{more}")
+        if outcome.status == "error":
+            if outcome.error is not None:
+                parts.append(
+                    f'<error code="{outcome.error.code}">\n{outcome.error.message}\n</error>'
+                )
+            else:
+                parts.append(f"<error>\n{error_tail(outcome.text, ERROR_TAIL_LINES)}\n</error>")
+        return "\n".join(parts)
 
     def _store(
         self,
@@ -100,19 +136,15 @@ def observation_kind(
     return outcome.kind
 
 
-def _ref_view(ref: CompressedRef, outcome: ToolOutcome) -> str:
-    """The ref, how to read the full text, and a failure's message verbatim."""
-    parts = [
-        ref.to_json(),
-        f"The full output ({ref.original_length} chars) is saved at {ref.path}; "
-        "read it in parts with file_read (start_line/end_line).",
-    ]
-    if outcome.status == "error":
-        if outcome.error is not None:
-            parts.append(f'<error code="{outcome.error.code}">\n{outcome.error.message}\n</error>')
-        else:
-            parts.append(f"<error>\n{error_tail(outcome.text, ERROR_TAIL_LINES)}\n</error>")
-    return "\n".join(parts)
+def names_in(text: str) -> list[str]:
+    """Names of 6+ characters that look like code, in order of appearance: paths, dotted
+    names, snake_case, kebab-case, CamelCase, names with digits (plain words are left out)."""
+    seen: dict[str, None] = {}
+    for match in _NAME.finditer(text):
+        name = match.group(0).rstrip("./-")
+        if len(name) >= 6 and _CODE_LIKE.search(name):
+            seen.setdefault(name, None)
+    return list(seen)
 
 
 def _str_arg(arguments: Mapping[str, Any], key: str) -> str | None:
