@@ -211,14 +211,17 @@ def test_two_action_rule_reminds_after_two_reads_and_not_again_without_change(tm
 
 
 def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
+    """Recited at the start, before a shell call once the plan changed, and periodically
+    (every 5 calls) only while it keeps changing: an unchanged plan is never repeated."""
     script = [
         step(call("file_ls")),
         step(call("shell_exec", command="true")),
         step(todo(("Look", "done"), ("Run", "in_progress"))),
         step(call("shell_exec", command="true")),
         step(call("shell_exec", command="true")),
-        *[step(call("file_write", path=f"f{k}.txt", content="x")) for k in range(4)],
-        {"content": "Ran the commands and wrote four files as planned."},
+        step(todo(("Look", "done"), ("Run", "done"), ("Write", "in_progress"))),
+        *[step(call("file_write", path=f"f{k}.txt", content="x")) for k in range(12)],
+        {"content": "Ran the commands and wrote twelve files as planned."},
     ]
     agent, provider = make_agent(tmp_path, script)
     agent.run("Run things.")
@@ -243,7 +246,7 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
         assert request.messages[-1]["role"] == "user"
         assert request.messages[-1]["content"].startswith(TAIL_HEADING)
     assert "**Objective**: Run things." in main_requests(provider)[0].messages[-1]["content"]
-    assert "[>] Step 2: Run" in main_requests(provider)[-1].messages[-1]["content"]
+    assert "[>] Step 3: Write" in main_requests(provider)[-1].messages[-1]["content"]
     assert TAIL_HEADING not in (agent.session_dir / "session.jsonl").read_text()
 
 

@@ -97,7 +97,7 @@ def test_strikes_count_per_class_and_a_reboot_resets_the_struck_class(tmp_path: 
     assert not state.plan_due("plan") and not state.two_action_due()
 
 
-def test_plan_is_due_when_changed_or_after_the_interval(tmp_path: Path) -> None:
+def test_plan_is_due_when_in_view_changed_and_periodically_only_if_changed(tmp_path: Path) -> None:
     session = _session(tmp_path)
     session.append(ReminderEntry(rule="plan", text=plan_reminder_text("periodic", "P1", None)))
     state = _fold(session)
@@ -105,4 +105,5 @@ def test_plan_is_due_when_changed_or_after_the_interval(tmp_path: Path) -> None:
     assert not state.plan_due("P2", periodic_only=True)
     for _ in range(RECITE_EVERY):
         state.observe(session.append(AssistantEntry(text="step")))
-    assert state.plan_due("P1", periodic_only=True)
+    assert state.plan_due("P2", periodic_only=True)
+    assert not state.plan_due("P1", periodic_only=True), "an unchanged plan is never re-recited"

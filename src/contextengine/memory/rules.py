@@ -5,12 +5,14 @@ after a restart are exactly those before it (R8.6): nothing is kept that the log
 say. The reminders it asks for use constant wrapper text, so the same reminder is the
 same bytes, and none repeats while nothing changed:
 
-* plan recitation: due when the plan changed since it was last recited, or when
-  ``RECITE_EVERY`` model calls passed since, or when it is not in view (never recited, or
-  compacted away); checked at session start, before high-risk tools and before every
-  model call (the periodic check ignores a mere change: the model just made it);
+* plan recitation: due when the plan is not in view (never recited, or compacted away),
+  or when it changed since it was last recited: at once before a high-risk tool, and at
+  most every ``RECITE_EVERY`` model calls otherwise (the model just made the change). An
+  unchanged plan is never recited again: the task-status tail already ends every
+  request with it (R4.2);
 * 2-action rule: due after ``INFO_ACTIONS_PER_FINDING`` information-gathering actions
-  with no finding recorded and no 2-action reminder since;
+  with no finding recorded; once given, it is not repeated until a finding is recorded or
+  a new user turn begins;
 * 3-strike: an error class reaching ``STRIKES`` failures (tool errors only) since its
   last reboot. A reboot resets the classes that triggered it, so three *more* failures
   of that class trigger the next one; success does not reset a count (R5.3 counts errors,
@@ -184,6 +186,7 @@ class RuleState:
     strikes: Counter[str] = field(default_factory=Counter)
     other_errors: Counter[str] = field(default_factory=Counter)
     info_actions: int = 0
+    two_action_given: bool = False
     last_plan: str | None = None
     last_plan_at: int = 0
     awaiting_reboot: bool = False
@@ -197,6 +200,7 @@ class RuleState:
         if isinstance(entry, UserEntry):
             if self.first_user_text is None:
                 self.first_user_text = entry.text
+            self.two_action_given = False
         elif isinstance(entry, AssistantEntry):
             self.iterations += 1
             self.awaiting_reboot = False
@@ -222,6 +226,7 @@ class RuleState:
             return
         if entry.tool_name == FINDING_TOOL:
             self.info_actions = 0
+            self.two_action_given = False
             return
         try:
             arguments = call.as_call().arguments() if call is not None else {}
@@ -233,6 +238,7 @@ class RuleState:
     def _reminder(self, entry: ReminderEntry) -> None:
         if entry.rule == TWO_ACTION_RULE:
             self.info_actions = 0
+            self.two_action_given = True
         elif entry.rule == PLAN_RULE:
             self.last_plan = recited_plan(entry.text)
             self.last_plan_at = self.iterations
@@ -254,10 +260,16 @@ class RuleState:
         """Whether reciting ``plan_text`` now is not a repeat (see the module docstring)."""
         if self.awaiting_reboot:
             return False
-        if self.last_plan is None or self.iterations - self.last_plan_at >= RECITE_EVERY:
+        if self.last_plan is None:
             return True
-        return not periodic_only and self.last_plan != plan_text.rstrip()
+        if self.last_plan == plan_text.rstrip():
+            return False
+        return not periodic_only or self.iterations - self.last_plan_at >= RECITE_EVERY
 
     def two_action_due(self) -> bool:
         """Whether the 2-action reminder is due."""
-        return not self.awaiting_reboot and self.info_actions >= INFO_ACTIONS_PER_FINDING
+        return (
+            not self.awaiting_reboot
+            and not self.two_action_given
+            and self.info_actions >= INFO_ACTIONS_PER_FINDING
+        )
