@@ -33,6 +33,8 @@ from contextengine.types import ModelReply
 SideCall = Callable[[Request, float], Generator[AgentEvent, None, ModelReply | None]]
 
 FAILED_MESSAGE = "Summary generation failed ({reason}), keeping recent history only."
+REGROWTH_SHARE = 0.1
+LAST_RESORT_SHARE = 0.95
 
 
 class Compactor:
@@ -43,10 +45,27 @@ class Compactor:
         self._config = config
         self._display = display
         self._skipped_epoch: int | None = None
+        self._after: int | None = None
 
     def needed(self, last_input_tokens: int, new_chars: int) -> bool:
-        """The R7.4 trigger for the next request."""
-        return should_compact(last_input_tokens, new_chars, self._session.live_count, self._config)
+        """The R7.4 trigger for the next request, with hysteresis.
+
+        When a compaction could not bring the context far below the trigger (the newest
+        rounds it must keep are large), the next one waits until the context has grown by
+        ``REGROWTH_SHARE`` of the window or nears the window's end, instead of firing again
+        a few steps later: each compaction is a summary call and rewrites the cache.
+        """
+        if not should_compact(last_input_tokens, new_chars, self._session.live_count, self._config):
+            return False
+        if self._after is None:
+            return True
+        estimate = last_input_tokens + new_chars // 3
+        window = self._config.context_window
+        return estimate >= min(self._after + REGROWTH_SHARE * window, LAST_RESORT_SHARE * window)
+
+    def compacted_to(self, tokens: int) -> None:
+        """Record the estimated size of the context right after a compaction."""
+        self._after = tokens
 
     def run(
         self, summary_request: Callable[[str], Request], ask: SideCall

@@ -289,20 +289,26 @@ class Agent:
 
     def _compact(self, context: LiveContext) -> Generator[AgentEvent, None, bool]:
         def summary_request(instruction: str) -> Request:
+            # The current request's cached prefix (tools, L1, L2, history) and the
+            # instruction; the live observation and the tail would only be paid uncached.
             return self.builder.build(
                 self.session,
-                context,
+                LiveContext(),
                 purpose="summary",
                 mask=NO_TOOLS,
                 extra=({"role": "user", "content": instruction},),
             )
 
+        before = self.builder.build(self.session, context).total_chars
         compacted = yield from self.compactor.run(summary_request, self._ask_side)
         if compacted:
-            # The provider's last usage describes the history before compaction.
-            after = self.builder.build(self.session, context)
-            self.last_input_tokens = estimate_tokens(after.total_chars)
-            self._last_main_chars = after.total_chars
+            # The provider's last count describes the history before compaction: scale it
+            # by how much the request shrank, so its units (the provider's tokens) stay.
+            after = self.builder.build(self.session, context).total_chars
+            tokens = self.last_input_tokens or estimate_tokens(before)
+            self.last_input_tokens = tokens * after // max(before, 1)
+            self._last_main_chars = after
+            self.compactor.compacted_to(self.last_input_tokens)
         return compacted
 
     def _apply(self, hook: HookResult, defer: list[Entry] | None = None) -> Iterator[AgentEvent]:

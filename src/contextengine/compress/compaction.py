@@ -1,11 +1,13 @@
 """Round-aligned compaction (R7.4, seed 003 A4-A6, C2, C6, C7, E2): what to archive, and how.
 
 Pure planning: which live records leave the live view, the summary instruction, the
-summary's fixed template. Cuts fall only on round boundaries (a round runs from a user
-message to the assistant's final answer); the newest ``keep_rounds`` rounds always stay.
-When the history is one long round (a coding run of 50-150 steps), the cut falls between
-whole step groups of that round (an assistant reply with all its tool results), after the
-round's opening user message, which stays. Summaries are never archived again.
+summary's fixed template. With more than ``keep_rounds`` rounds, the cut falls on a round
+boundary (a round runs from a user message to the assistant's final answer) and the
+newest ``keep_rounds`` rounds stay whole. With no more rounds than that (a coding run is
+often one round of 50-150 steps), the cut falls between whole step groups (an assistant
+reply with all its tool results, never split): the oldest steps are archived, the newest
+steps that fit ``IN_ROUND_KEEP_SHARE`` of the window stay, and every user message stays in
+view. Summaries are never archived again.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ Answer with exactly this template, every bracket filled ('none' where nothing ap
 
 @dataclass(frozen=True)
 class CompactionPlan:
-    """Live records ``removed`` (indices ``[first_index, end_index)``) leave the live view."""
+    """Live records ``removed`` (indices ``[first_index, end_index)``) leave the live view;
+    with scope ``steps`` the user messages in that range stay."""
 
     first_index: int
     end_index: int
@@ -84,13 +87,12 @@ def plan_compaction(
     live: Sequence[LogRecord], keep_rounds: int, context_window: int
 ) -> CompactionPlan | None:
     """What to archive now, or ``None`` when nothing can go without breaking the rules."""
-    rounds = _rounds([r for r in live if not isinstance(r.entry, SummaryEntry)])
+    records = [r for r in live if not isinstance(r.entry, SummaryEntry)]
+    rounds = _rounds(records)
     if len(rounds) > keep_rounds:
         removed = tuple(r for group in rounds[:-keep_rounds] for r in group)
         return CompactionPlan(removed[0].index, rounds[-keep_rounds][0].index, removed, "rounds")
-    if not rounds:
-        return None
-    groups = _step_groups(rounds[-1])
+    groups = [group for records in rounds for group in _step_groups(records)]
     keep_chars = int(IN_ROUND_KEEP_SHARE * context_window * 3)
     kept, size = 0, 0
     for group in reversed(groups):
@@ -100,8 +102,11 @@ def plan_compaction(
         kept += 1
     if kept >= len(groups):
         return None
-    removed = tuple(r for group in groups[: len(groups) - kept] for r in group)
-    return CompactionPlan(removed[0].index, groups[len(groups) - kept][0].index, removed, "steps")
+    first, end = groups[0][0].index, groups[len(groups) - kept][0].index
+    removed = tuple(
+        r for r in records if first <= r.index < end and not isinstance(r.entry, UserEntry)
+    )
+    return CompactionPlan(first, end, removed, "steps")
 
 
 def summary_instruction(plan: CompactionPlan) -> str:
@@ -137,6 +142,7 @@ def summary_entry(
         archive=archive,
         first_index=plan.first_index,
         end_index=plan.end_index,
+        scope=plan.scope,
         timed_out=timed_out,
     )
 
@@ -154,8 +160,7 @@ def _rounds(records: Sequence[LogRecord]) -> list[list[LogRecord]]:
 def _step_groups(round_records: Sequence[LogRecord]) -> list[list[LogRecord]]:
     """A round's step groups: each assistant reply with everything up to the next reply.
 
-    The round's opening records (its user message, notes) are not part of any group, so
-    they are never archived by an in-round cut.
+    The round's opening records (its user message, notes) are not part of any group.
     """
     groups: list[list[LogRecord]] = []
     for record in round_records:

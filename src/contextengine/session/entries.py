@@ -88,7 +88,8 @@ class SummaryEntry(_Entry):
 
     One entry records the whole compaction (one fsynced line, so a crash leaves either no
     compaction or a complete one). It renders as the archived-history summary, takes the
-    place of what it archived in the live view, and is never compacted again.
+    place of what it archived in the live view, and is never compacted again. With scope
+    ``steps`` (a cut between step groups), user messages in the range stay in view.
     """
 
     kind: Literal["summary"] = "summary"
@@ -96,7 +97,14 @@ class SummaryEntry(_Entry):
     archive: str
     first_index: int
     end_index: int
+    scope: Literal["rounds", "steps"] = "rounds"
     timed_out: bool = False
+
+    def archives(self, entry: Entry) -> bool:
+        """Whether this compaction takes ``entry`` (in its range) out of the live view."""
+        if isinstance(entry, SummaryEntry):
+            return False
+        return not (self.scope == "steps" and isinstance(entry, UserEntry))
 
 
 class NoteEntry(_Entry):

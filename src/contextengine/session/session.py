@@ -125,8 +125,7 @@ class Session:
         kept = [
             r
             for r in self._live
-            if isinstance(r.entry, SummaryEntry)
-            or not entry.first_index <= r.index < entry.end_index
+            if not (entry.first_index <= r.index < entry.end_index and entry.archives(r.entry))
         ]
         at = next(
             (
