@@ -10,7 +10,7 @@ def test_defaults():
         200_000,
         0.8,
         10,
-        "compressed",
+        "full",
     )
     assert all(c.flag(f) for f in COMPONENT_FLAGS)
 

@@ -50,7 +50,10 @@ class Config(BaseModel):
     )
     keep_rounds: int = Field(10, ge=1, description="Recent rounds compaction always keeps.")
     history_mode: HistoryMode = Field(
-        "compressed", description="How tool results enter history (see docs/history-modes.md)."
+        "full",
+        description="How tool results enter history: full (verbatim; large ones as "
+        "compressed_refs), compressed (per-tool forms, newest shown in full once) or "
+        "round_scratchpad. The default was chosen by benchmarks/replay_all.py.",
     )
     summary_timeout_s: float = Field(120.0, gt=0, description="Compaction summary call timeout.")
     max_steps: int = Field(100, ge=1, description="Model calls allowed in one round.")

@@ -12,7 +12,7 @@ import pytest
 from contextengine import Config, ScriptedProvider, ToolMask
 from contextengine.agent.loop import Agent
 from contextengine.session.entries import ToolResultEntry
-from support.requests import live_text, persisted_text
+from support.requests import persisted_text
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 TEST = "from calc import add\n\nassert add(2, 3) == 5, add(2, 3)\nprint('tests passed')\n"
@@ -99,8 +99,8 @@ def coding_script(python: str) -> list[dict]:
     ]
 
 
-@pytest.fixture
-def finished_session(tmp_path):
+@pytest.fixture(params=["full", "compressed"])
+def finished_session(tmp_path, request):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (tmp_path / "secret.txt").write_text("do not read")
@@ -115,7 +115,7 @@ def finished_session(tmp_path):
         },
     ]
     provider = ScriptedProvider(script)
-    agent = Agent(provider, workspace, Config())
+    agent = Agent(provider, workspace, Config(history_mode=request.param))
     first = agent.run("Create calc.py with add(a, b) and a test, and make the test pass.")
     agent.mask = ToolMask.only("file_read", "shell_exec", mode="auto")
     second = agent.run("Now write masked.txt.")
@@ -166,7 +166,11 @@ def test_traceback_reaches_the_next_request_verbatim(finished_session, tmp_path)
     expected = run.stderr.replace(str(probe), str(finished_session[4]))
     assert "AssertionError" in expected
     answering_the_failure = main_requests(provider)[4]
-    observation = live_text(answering_the_failure)
+    observation = next(
+        m["content"]
+        for m in answering_the_failure.messages
+        if "AssertionError" in str(m["content"])
+    )
     assert expected in observation
     assert "<exit_code>1</exit_code>" in observation
 
@@ -196,8 +200,8 @@ def test_path_escape_is_refused(finished_session):
         for r in agent.session.records
         if isinstance(r.entry, ToolResultEntry) and "secret" in r.entry.content
     )
-    assert escape.status == "error"
-    assert "outside_workspace" in escape.content
+    assert escape.status == "error" and escape.error_class == "outside_workspace"
+    assert "outside the workspace" in escape.content
     assert "do not read" not in (agent.session_dir / "session.jsonl").read_text()
 
 
@@ -211,9 +215,14 @@ def test_big_output_is_externalized_and_recovered_exactly(finished_session):
     )
     assert entry.full_ref is not None
     answering = main_requests(provider)[10]
-    live = live_text(answering)
-    assert len(live) < 5_000, "the live view shows a ref and a preview, not 60 kB"
-    ref_json = live[live.index("{") : live.index("}", live.index('"_type"')) + 1]
+    shown = next(
+        str(m["content"])
+        for m in answering.messages
+        if '"_type":"compressed_ref"' in str(m["content"])
+    )
+    assert len(shown) < 5_000, "the model sees a ref, a preview and an index, not 110 kB"
+    assert "Names in the full output" not in shown, "plain line numbers hold no new names"
+    ref_json = shown[shown.index("{") : shown.index("}", shown.index('"_type"')) + 1]
     recovered = agent.recover(ref_json)
     assert expected in recovered
     assert len(entry.content) < 5_000

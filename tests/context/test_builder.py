@@ -79,7 +79,7 @@ def test_layer_order_tools_sorted_and_breakpoints(tmp_path):
         full_observations={2: FullObservation("file_read", "c1", "FULL TEXT")},
         tail="## Current Task Status",
     )
-    request = _builder(tmp_path).build(session, live)
+    request = _builder(tmp_path, Config(history_mode="compressed")).build(session, live)
     roles = [m["role"] for m in request.messages]
     assert roles == ["system", "system", "user", "assistant", "tool", "user", "user"]
     assert "Always write tests." in request.messages[1]["content"]
@@ -100,7 +100,7 @@ def test_live_observation_and_tail_are_never_stored(tmp_path):
     live = LiveContext(
         full_observations={2: FullObservation("file_read", "c1", "FULL")}, tail="TAIL"
     )
-    _builder(tmp_path).build(session, live)
+    _builder(tmp_path, Config(history_mode="compressed")).build(session, live)
     log = (tmp_path / "s" / "session.jsonl").read_text()
     assert "FULL" not in log and "TAIL" not in log
 
@@ -169,6 +169,15 @@ def test_round_scratchpad_mode_shows_full_observations_of_the_round(tmp_path):
     assert request.messages[-1]["role"] == "tool"
     assert request.messages[-1]["content"].endswith("FULL BODY")
     assert request.breakpoints[-1] == 2
+
+
+def test_full_mode_shows_no_live_observations(tmp_path):
+    session = Session.create(tmp_path / "s")
+    session.append(UserEntry(text="hello"))
+    _tool_step(session, 1, content="verbatim")
+    live = LiveContext(full_observations={2: FullObservation("file_read", "c1", "FULL")})
+    request = _builder(tmp_path, Config(history_mode="full")).build(session, live)
+    assert request.segments.live == 0 and "FULL" not in request.text()
 
 
 def test_all_flags_off_is_a_plain_chat_history(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from contextengine import (
     AssistantEntry,
+    Config,
     ContextBuilder,
     FullObservation,
     LiveContext,
@@ -88,7 +89,12 @@ def _golden_request(tmp_path: Path) -> dict:
             error_class="NameError",
         )
     )
-    builder = ContextBuilder(system_prompt=SYSTEM, tools=TOOLS, project_root=project)
+    builder = ContextBuilder(
+        system_prompt=SYSTEM,
+        tools=TOOLS,
+        project_root=project,
+        config=Config(history_mode="compressed"),
+    )
     live = LiveContext(
         full_observations={
             5: FullObservation("shell_exec", "call_4_0", "NameError: name 'x' is not defined")
