@@ -97,7 +97,6 @@ NAMED = {"type": "function", "function": {"name": "shell_exec"}}
 @pytest.mark.parametrize(
     ("server", "single", "subset"),
     [
-        ("vllm", NAMED, "auto"),
         ("sglang", NAMED, "auto"),
         ("generic", NAMED, "required"),
         ("llamacpp", "required", "required"),
@@ -122,6 +121,27 @@ def test_tool_choice_per_server(
     free, _ = send(build_request, fake_server, server, ToolMask.only("file_", mode="auto"))
     assert free["tool_choice"] == "auto"
     assert not constraint_fields & (set(everything) | set(free))
+
+
+def test_vllm_constrains_every_required_call_with_structured_output(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    """vLLM 0.32's named/required tool_choice leaves the arguments free; the schema binds both."""
+    for mask, names in (
+        (ToolMask.only("shell_exec"), {"shell_exec"}),
+        (SUBSET, None),
+        (ToolMask(mode="required"), None),
+    ):
+        body, _ = send(build_request, fake_server, "vllm", mask)
+        assert body["tool_choice"] == "auto"
+        schema = body["structured_outputs"]["json"]
+        allowed = {item["properties"]["name"]["enum"][0] for item in schema["items"]["anyOf"]}
+        if names is not None:
+            assert allowed == names
+        if mask.allow is None:
+            assert allowed == {t["function"]["name"] for t in body["tools"]}
+    free, _ = send(build_request, fake_server, "vllm", ToolMask.only("file_", mode="auto"))
+    assert free["tool_choice"] == "auto" and "structured_outputs" not in free
 
 
 def test_llamacpp_asks_for_prompt_caching(

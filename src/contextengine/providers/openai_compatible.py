@@ -49,7 +49,7 @@ Server = Literal["vllm", "sglang", "llamacpp", "ollama", "generic"]
 SERVERS: tuple[str, ...] = get_args(Server)
 SESSION_HEADER = "x-session-id"
 
-_NAMED_CHOICE = frozenset({"vllm", "sglang", "generic"})
+_NAMED_CHOICE = frozenset({"sglang", "generic"})
 _CONSTRAINT_FIELDS = frozenset({"structured_outputs", "guided_json", "response_format"})
 
 
@@ -113,11 +113,14 @@ class OpenAICompatibleProvider(StreamingProvider):
 
     def _mask_fields(self, choice: ToolChoice, tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
         """``tool_choice`` plus, for a constrained subset, the server's constraint field."""
-        if choice.names is None or choice.kind != "required":
+        if choice.kind != "required" or (choice.names is None and self.server != "vllm"):
             return {"tool_choice": choice.kind}
         if choice.single is not None and self.server in _NAMED_CHOICE:
             return {"tool_choice": named_function(choice.single)}
-        schema = calls_schema(tools, choice.names)
+        # vLLM 0.32's named and "required" tool_choice constrain the name but not always the
+        # arguments; its structured output constrains both (seen on a random-weight model).
+        names = choice.names or [t["function"]["name"] for t in tools]
+        schema = calls_schema(tools, names)
         if self.server == "vllm":
             if self.legacy_guided_json:
                 return {"tool_choice": "auto", "guided_json": schema}
