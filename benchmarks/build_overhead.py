@@ -33,9 +33,15 @@ from contextengine import (
 from contextengine.context.tokens import estimate_tokens
 
 SIZES = (1_000, 10_000, 100_000, 150_000)
-OBSERVATION = "\n".join(f"{n:>6}\tdef function_{n}(value):  # line of a source file" for n in range(12))
+OBSERVATION = "\n".join(
+    f"{n:>6}\tdef function_{n}(value):  # line of a source file" for n in range(12)
+)
 TOOLS = [
-    {"name": n, "description": f"The {n} tool.", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    {
+        "name": n,
+        "description": f"The {n} tool.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    }
     for n in ("file_read", "file_write", "file_edit", "shell_exec", "file_grep", "todo_write")
 ]
 
@@ -49,7 +55,9 @@ class Subject:
         self.session = Session.create(
             root / "session", session_id=f"bench-{target_tokens}", durable=False
         )
-        self.builder = ContextBuilder(system_prompt="You are a coding agent.", tools=TOOLS, project_root=root)
+        self.builder = ContextBuilder(
+            system_prompt="You are a coding agent.", tools=TOOLS, project_root=root
+        )
         self.monitor = PrefixMonitor()
         self.steps = 0
         self.session.append(UserEntry(text="Refactor the project and keep the tests green."))
@@ -60,17 +68,23 @@ class Subject:
     def append_step(self) -> int:
         n = self.steps
         self.steps += 1
-        call = ToolCallRecord(id=f"call_{n}", name="file_read", arguments_json=f'{{"path":"src/m{n}.py"}}')
+        call = ToolCallRecord(
+            id=f"call_{n}", name="file_read", arguments_json=f'{{"path":"src/m{n}.py"}}'
+        )
         self.session.append(AssistantEntry(text=f"Reading module {n}.", tool_calls=(call,)))
         return self.session.append(
-            ToolResultEntry(call_id=call.id, tool_name="file_read", status="success", content=OBSERVATION)
+            ToolResultEntry(
+                call_id=call.id, tool_name="file_read", status="success", content=OBSERVATION
+            )
         ).index
 
     def timed_step(self) -> float:
         index = self.append_step()
         t1 = time.perf_counter()
         live = LiveContext(
-            full_observations={index: FullObservation("file_read", f"call_{self.steps - 1}", OBSERVATION)},
+            full_observations={
+                index: FullObservation("file_read", f"call_{self.steps - 1}", OBSERVATION)
+            },
             tail="## Current Task Status\n[>] Step 1",
         )
         request = self.builder.build(self.session, live)
@@ -104,7 +118,9 @@ def main() -> None:
         )
     ratio = medians[SIZES[-1]] / medians[SIZES[0]]
     print(f"ratio {SIZES[-1]:,}t / {SIZES[0]:,}t build time: {ratio:.2f}  (target < 2)")
-    print(f"build at {SIZES[-1]:,}t: {medians[SIZES[-1]] * 1e3:.3f} ms  (target < 1 ms; seed budget 50 ms)")
+    print(
+        f"build at {SIZES[-1]:,}t: {medians[SIZES[-1]] * 1e3:.3f} ms  (target < 1 ms; seed budget 50 ms)"
+    )
 
 
 if __name__ == "__main__":

@@ -12,10 +12,18 @@ import pytest
 CLI = [sys.executable, "-m", "contextengine.cli"]
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTENGINE_", "OPENAI_", "ANTHROPIC_"))}
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CONTEXTENGINE_", "OPENAI_", "ANTHROPIC_"))
+    }
     full_env.update(env or {})
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, env=full_env, timeout=120)
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, cwd=cwd, env=full_env, timeout=120
+    )
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
@@ -65,7 +73,17 @@ def test_bad_env_override(tmp_path):
 
 
 def test_resume_of_a_folder_without_a_session(tmp_path):
-    result = run_cli("run", "hi", "-p", "openai", "-m", "x", "--resume", str(tmp_path), env={"OPENAI_API_KEY": "k"})
+    result = run_cli(
+        "run",
+        "hi",
+        "-p",
+        "openai",
+        "-m",
+        "x",
+        "--resume",
+        str(tmp_path),
+        env={"OPENAI_API_KEY": "k"},
+    )
     assert_one_line_error(result, "no session log")
 
 
@@ -77,11 +95,33 @@ def test_corrupt_session_log_names_file_and_line(tmp_path):
         "{oops}\n"
         '{"v":1,"i":1}\n'
     )
-    result = run_cli("run", "hi", "-p", "openai", "-m", "x", "--resume", str(session), env={"OPENAI_API_KEY": "k"})
+    result = run_cli(
+        "run",
+        "hi",
+        "-p",
+        "openai",
+        "-m",
+        "x",
+        "--resume",
+        str(session),
+        env={"OPENAI_API_KEY": "k"},
+    )
     assert_one_line_error(result, "session.jsonl:2")
 
 
 @pytest.mark.parametrize("protocol", ["xml"])
 def test_bad_protocol(tmp_path, protocol):
-    result = run_cli("run", "hi", "-p", "openai", "-m", "x", "--protocol", protocol, "-w", str(tmp_path), env={"OPENAI_API_KEY": "k"})
+    result = run_cli(
+        "run",
+        "hi",
+        "-p",
+        "openai",
+        "-m",
+        "x",
+        "--protocol",
+        protocol,
+        "-w",
+        str(tmp_path),
+        env={"OPENAI_API_KEY": "k"},
+    )
     assert_one_line_error(result, "--protocol")
