@@ -38,6 +38,6 @@ def _load(encoding: str) -> Any:
         import bpe_openai
     except ImportError:
         raise ContextEngineError(
-            "token counting needs the 'bpe-openai' package: pip install 'contextengine[measure]'"
+            "token counting needs the 'bpe-openai' package (a dependency of contextengine): pip install bpe-openai"
         ) from None
     return bpe_openai.get_encoding(encoding)
