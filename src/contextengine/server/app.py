@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from sse_starlette import EventSourceResponse
 
 from contextengine.config import Config
+from contextengine.measure.report import usage_report
+from contextengine.measure.usage_log import read_usage
 from contextengine.server.errors import install_error_handlers
 from contextengine.server.files import (
     list_artifacts,
@@ -38,7 +40,6 @@ from contextengine.server.files import (
 from contextengine.server.history import iter_entries
 from contextengine.server.sse import stream_turn
 from contextengine.server.store import ProviderFactory, SessionStore
-from contextengine.server.usage import summarize_usage
 from contextengine.session.layout import SessionLayout
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -125,7 +126,9 @@ def create_app(
 
     @app.get("/api/sessions/{session_id}/usage")
     def usage(session_id: str) -> dict[str, Any]:
-        log = SessionLayout(store.directory(session_id)).usage_log
-        return summarize_usage(log).as_dict()
+        directory = store.directory(session_id)
+        log = SessionLayout(directory).usage_log
+        records = list(read_usage(log)) if log.exists() else []
+        return usage_report(directory, records).as_dict()
 
     return app
