@@ -16,6 +16,7 @@ from pathlib import Path
 from contextengine.agent.events import AgentEvent, CompactionEvent
 from contextengine.compress.compaction import (
     TIMEOUT_MESSAGE,
+    estimated_input,
     normalize_summary,
     plan_compaction,
     should_compact,
@@ -59,7 +60,7 @@ class Compactor:
             return False
         if self._after is None:
             return True
-        estimate = last_input_tokens + new_chars // 3
+        estimate = estimated_input(last_input_tokens, new_chars)
         window = self._config.context_window
         return estimate >= min(self._after + REGROWTH_SHARE * window, LAST_RESORT_SHARE * window)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from contextengine.config import Config
+from contextengine.context.tokens import estimate_tokens
 from contextengine.session.entries import AssistantEntry, SummaryEntry, UserEntry
 from contextengine.session.log import LogRecord
 
@@ -80,7 +81,13 @@ def should_compact(
     """The trigger: ``last_usage + len(new input) // 3 >= trigger * window``, >= 3 messages."""
     if not config.flag("compaction") or live_messages < 3:
         return False
-    return last_input_tokens + new_chars // 3 >= config.compaction_trigger * config.context_window
+    estimate = estimated_input(last_input_tokens, new_chars)
+    return estimate >= config.compaction_trigger * config.context_window
+
+
+def estimated_input(last_input_tokens: int, new_chars: int) -> int:
+    """The next request's size: the provider's last count plus the estimate of what is new."""
+    return last_input_tokens + estimate_tokens(new_chars)
 
 
 def plan_compaction(
