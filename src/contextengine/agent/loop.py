@@ -263,8 +263,9 @@ class Agent:
             # so hook entries and a reboot wait until the whole batch has run.
             deferred: list[Entry] = []
             reboot: str | None = None
-            for k, call in enumerate(meaning.calls):
-                ours = ToolCall(f"call_{record.index}_{k}", call.name, call.arguments_json)
+            assert isinstance(record.entry, AssistantEntry)
+            for recorded in record.entry.tool_calls:
+                ours = recorded.as_call()
                 yield from self._apply(self.harness.before_tool(ours), deferred)
                 hook = yield from self._run_tool(ours, live)
                 yield from self._apply(hook, deferred)
