@@ -111,6 +111,10 @@ class Externalizer:
         stem = _UNSAFE.sub("_", name_hint).strip("._") or "artifact"
         return self.artifacts_dir / f"{stem[:120]}.txt"
 
+    def display_path(self, name_hint: str) -> str:
+        """The path of ``name_hint``'s artifact as the model addresses it (and refs name it)."""
+        return self._display(self.path_for(name_hint))
+
     def session_relative(self, path: Path) -> str:
         """An artifact's path relative to the session folder (``artifacts/<name>``)."""
         return f"{self.artifacts_dir.name}/{path.name}"
@@ -131,7 +135,7 @@ class Externalizer:
         _write_atomic(target, text.encode("utf-8"))
         return CompressedRef(
             type=kind,
-            path=self._display(target),
+            path=self.display_path(name_hint),
             url=url,
             query=query,
             title=title,

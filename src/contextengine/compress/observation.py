@@ -63,20 +63,22 @@ class ObservationProcessor:
         name = f"obs-{entry_index:06d}-{tool_name}"
         kind = observation_kind(tool_name, arguments, outcome)
         externalized = self._externalize and over_threshold(full, kind)
-        ref = self._store(name, full, kind, tool_name, arguments) if externalized else None
+        ref: CompressedRef | None = None
         if self._mode == "full":
+            if externalized:
+                ref = self._store(name, full, kind, tool_name, arguments)
             history = live = self._ref_view(ref, outcome) if ref else full
         else:
-            compressed = compress(tool_name, arguments, outcome)
+            where = self._externalizer.display_path(name)
+            compressed = compress(tool_name, arguments, outcome, full_ref=where)
             if compressed.cut:
-                ref = ref or self._store(name, full, kind, tool_name, arguments)
-                history = compress(tool_name, arguments, outcome, full_ref=ref.path).text
+                ref = self._store(name, full, kind, tool_name, arguments)
+                history = compressed.text
                 live = self._ref_view(ref, outcome) if externalized else full
             else:
                 # Nothing to cut: the verbatim text is smaller than its JSON form, and
                 # showing it once in history is all the model needs.
                 history = live = full
-                ref = None
         self._seen.update(names_in(history))
         full_ref = None
         if ref is not None:
