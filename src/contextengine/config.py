@@ -34,6 +34,7 @@ COMPONENT_FLAGS: tuple[str, ...] = (
     "reminders",
     "masking",
     "compaction",
+    "pruning",
     "working_memory",
     "injection",
 )
@@ -55,6 +56,27 @@ class Config(BaseModel):
         "compressed_refs), compressed (per-tool forms, newest shown in full once) or "
         "round_scratchpad. The default was chosen by benchmarks/replay_all.py.",
     )
+    prune_keep_recent: int = Field(
+        4, ge=0, description="Newest tool results pruning never touches."
+    )
+    prune_min_tokens: int = Field(
+        150, ge=1, description="A result must save at least this many tokens to be pruned."
+    )
+    prune_min_batch_tokens: int = Field(
+        1500, ge=1, description="Prune only batches saving at least this many tokens."
+    )
+    prune_horizon: float = Field(
+        0.5,
+        gt=0,
+        description="Pruning expects this share of the steps so far to follow, and prunes "
+        "when the batch pays back its cache rewrite within them.",
+    )
+    cache_read_price: float = Field(
+        0.1, ge=0, description="Price of a cached input token (uncached = 1), for pruning."
+    )
+    cache_write_price: float = Field(
+        1.25, ge=0, description="Price of a cache-write token (uncached = 1), for pruning."
+    )
     summary_timeout_s: float = Field(120.0, gt=0, description="Compaction summary call timeout.")
     max_steps: int = Field(100, ge=1, description="Model calls allowed in one round.")
     root: str | None = Field(
@@ -74,6 +96,7 @@ class Config(BaseModel):
     reminders: bool = Field(True, description="Plan recitation, 2-action and 3-strike reminders.")
     masking: bool = Field(True, description="Enforce tool masks at decode time.")
     compaction: bool = Field(True, description="Summarize old rounds near the window limit.")
+    pruning: bool = Field(True, description="Turn old tool results into stubs when it pays.")
     working_memory: bool = Field(True, description="Keep task_plan / findings / progress files.")
     injection: bool = Field(True, description="Run context injectors once per user turn.")
 

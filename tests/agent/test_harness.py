@@ -10,7 +10,7 @@ from contextengine import Config, ReminderEntry, ScriptedProvider
 from contextengine.agent.events import MemoryUpdate
 from contextengine.agent.hooks import NullHarness
 from contextengine.agent.loop import Agent
-from contextengine.memory.reboot import REBOOT_QUESTIONS
+from contextengine.memory.reboot import REBOOT_NOTICE, REBOOT_QUESTIONS
 from contextengine.session.entries import (
     AssistantEntry,
     NoteEntry,
@@ -18,7 +18,7 @@ from contextengine.session.entries import (
     UserEntry,
 )
 
-TAIL_HEADING = "## Current Task Status"
+TAIL_HEADING = "## Task status"
 MEMORY_FILES = ("task_plan.md", "findings.md", "progress.md")
 
 
@@ -118,8 +118,7 @@ def test_third_error_of_a_class_reboots_and_can_hand_over_to_a_human(tmp_path):
     assert "**Human help**: yes - Which variable should the script print?" in progress
 
     reminders = entries(agent, ReminderEntry)
-    assert [r.rule for r in reminders[-2:]] == ["plan", "3-strike"]
-    assert reminders[-2].text.startswith("Plan recitation (3-strike)")
+    assert reminders[-1].rule == "3-strike" and reminders[-1].text == REBOOT_NOTICE
 
     reboot, previous = provider.requests[-1], provider.requests[-2]
     assert reboot.purpose == "reboot" and previous.purpose == "main"
@@ -128,7 +127,7 @@ def test_third_error_of_a_class_reboots_and_can_hand_over_to_a_human(tmp_path):
     persisted = previous.segments.persisted
     assert reboot.messages[:persisted] == previous.messages[:persisted]
     assert reboot.text().startswith("".join(previous.chunks[: previous.persisted_chunks]))
-    prompt = next(m["content"] for m in reboot.messages if "5-Question Reboot" in m["content"])
+    prompt = reboot.messages[-1]["content"]
     assert all(q in prompt for q in REBOOT_QUESTIONS)
     assert "HUMAN_HELP: no" in prompt
 
@@ -245,8 +244,8 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     for request in main_requests(provider):
         assert request.messages[-1]["role"] == "user"
         assert request.messages[-1]["content"].startswith(TAIL_HEADING)
-    assert "**Objective**: Run things." in main_requests(provider)[0].messages[-1]["content"]
-    assert "[>] Step 3: Write" in main_requests(provider)[-1].messages[-1]["content"]
+    assert "Objective: Run things." in main_requests(provider)[0].messages[-1]["content"]
+    assert "[>] 3 Write" in main_requests(provider)[-1].messages[-1]["content"]
     assert TAIL_HEADING not in (agent.session_dir / "session.jsonl").read_text()
 
 
@@ -264,8 +263,11 @@ def test_reminders_never_split_a_batch_of_calls_from_its_results(tmp_path):
     roles = [m["role"] for m in reboot.messages]
     batch = max(k for k, m in enumerate(reboot.messages) if len(m.get("tool_calls") or []) == 3)
     assert roles[batch + 1 : batch + 4] == ["tool", "tool", "tool"]
-    assert "Plan recitation (3-strike)" in reboot.messages[batch + 4]["content"]
-    assert "5-Question Reboot" in reboot.messages[batch + 5]["content"]
+    assert REBOOT_NOTICE in reboot.messages[batch + 4]["content"]
+    # the questions are asked once, after the tail, and never stored
+    assert "5-Question Reboot Test\n" in reboot.messages[-1]["content"]
+    assert reboot.segments.extra == 1
+    assert not any("What is my original goal?" in r.to_json() for r in agent.session.records)
 
 
 def test_memory_tools_drive_the_tail(tmp_path):
@@ -286,8 +288,8 @@ def test_memory_tools_drive_the_tail(tmp_path):
     agent.run("Greet.")
     tail = main_requests(provider)[-1].messages[-1]["content"]
     assert tail == (
-        f"{TAIL_HEADING}\n**Objective**: Ship the greeting script\n**Progress**:\n"
-        "[>] Step 1: Write it\n[ ] Step 2: Test it\n**Current Focus**: Step 1 - Write it"
+        f"{TAIL_HEADING}\nObjective: Ship the greeting script\n"
+        "[>] 1 Write it\n[ ] 2 Test it\nFocus: step 1"
     )
     assert "memory_plan_update" in provider.requests[0].tool_names
 
@@ -314,8 +316,8 @@ def test_a_resumed_session_keeps_its_counters_and_plan(tmp_path):
     resumed = Agent.resume(session_dir, later, Config())
     assert resumed.run("Go on.").status == "completed"
     assert [r.purpose for r in later.requests] == ["main", "reboot", "main"]
-    assert "[>] Step 1: Probe python" in later.requests[0].messages[-1]["content"]
-    assert "**Objective**: Probe python." in later.requests[0].messages[-1]["content"]
+    assert "[>] 1 Probe python" in later.requests[0].messages[-1]["content"]
+    assert "Objective: Probe python." in later.requests[0].messages[-1]["content"]
     progress = (session_dir / "progress.md").read_text()
     assert "🔁 Session Resumed" in progress
     assert "❌ ERROR (attempt 3): NameError 🚨 3-STRIKE TRIGGERED" in progress
@@ -402,4 +404,4 @@ def test_the_model_can_read_and_edit_its_memory_files_by_path(tmp_path):
     events = list(agent.stream("Set a goal."))
     plan_updates = [e for e in events if isinstance(e, MemoryUpdate) and e.file == "task_plan.md"]
     assert "Edited by the model" in plan_updates[-1].content
-    assert "**Objective**: Edited by the model" in provider.requests[-1].messages[-1]["content"]
+    assert "Objective: Edited by the model" in provider.requests[-1].messages[-1]["content"]

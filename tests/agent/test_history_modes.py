@@ -28,7 +28,7 @@ def _run(tmp_path, mode):
     provider = ScriptedProvider(
         [*_script(), {"content": "Second round: nothing else to change, all tests pass."}]
     )
-    agent = Agent(provider, tmp_path, Config(history_mode=mode))
+    agent = Agent(provider, tmp_path, Config(history_mode=mode, pruning=False))
     agent.run("Make the tests pass.")
     agent.run("Anything else?")
     return agent, [r for r in provider.requests if r.purpose == "main"]

@@ -85,4 +85,6 @@ def test_long_single_task_compacts_and_keeps_the_plan(tmp_path):
         json.loads(line) for line in (agent.session_dir / "usage.jsonl").read_text().splitlines()
     ]
     causes = [u["prefix"]["break"]["cause"] for u in usage if "break" in u["prefix"]]
-    assert causes and set(causes) == {"compaction"}, "the only cache breaks are the compactions"
+    assert "compaction" in causes and set(causes) <= {"compaction", "prune"}, (
+        "the only cache breaks are compactions and prunings"
+    )

@@ -97,7 +97,7 @@ def test_compaction_summaries_are_side_calls_charged_cached_and_recomputable(
         "--dump",
         dump,
         "--flags",
-        "keep_rounds=1,history_mode=full,externalize=off",
+        "keep_rounds=1,history_mode=full,externalize=off,pruning=off",
         "--context-window",
         "6000",
     )

@@ -58,18 +58,17 @@ def test_task_status_lists_steps_marks_failures_and_names_the_focus() -> None:
         ),
     )
     assert task_status(plan, "ignored") == (
-        "## Current Task Status\n"
-        "**Objective**: Optimize the query\n"
-        "**Progress**:\n"
-        "[x] Step 1: Read the slow log\n"
-        "[!] Step 2: Try a hint (FAILED)\n"
-        "[>] Step 3: Create an index\n"
-        "[ ] Step 4: Measure\n"
-        "**Current Focus**: Step 3 - Create an index"
+        "## Task status\n"
+        "Objective: Optimize the query\n"
+        "[x] 1 Read the slow log\n"
+        "[!] 2 Try a hint\n"
+        "[>] 3 Create an index\n"
+        "[ ] 4 Measure\n"
+        "Focus: step 3"
     )
 
 
 def test_task_status_falls_back_to_the_first_user_message() -> None:
     text = task_status(Plan(), "Fix @a.py\n\n<system-reminder>\nread it\n</system-reminder>")
-    assert "**Objective**: Fix @a.py\n" in text
-    assert "**Progress**: no steps planned yet" in text
+    assert "Objective: Fix @a.py\n" in text
+    assert text.endswith("No plan yet.")

@@ -16,7 +16,6 @@ from pathlib import Path
 from contextengine.agent.events import AgentEvent, CompactionEvent
 from contextengine.compress.compaction import (
     TIMEOUT_MESSAGE,
-    estimated_input,
     normalize_summary,
     plan_compaction,
     should_compact,
@@ -48,19 +47,18 @@ class Compactor:
         self._skipped_epoch: int | None = None
         self._after: int | None = None
 
-    def needed(self, last_input_tokens: int, new_chars: int) -> bool:
-        """The R7.4 trigger for the next request, with hysteresis.
+    def needed(self, estimate: int) -> bool:
+        """The R7.4 trigger for a request of ``estimate`` tokens, with hysteresis.
 
         When a compaction could not bring the context far below the trigger (the newest
         rounds it must keep are large), the next one waits until the context has grown by
         ``REGROWTH_SHARE`` of the window or nears the window's end, instead of firing again
         a few steps later: each compaction is a summary call and rewrites the cache.
         """
-        if not should_compact(last_input_tokens, new_chars, self._session.live_count, self._config):
+        if not should_compact(estimate, self._session.live_count, self._config):
             return False
         if self._after is None:
             return True
-        estimate = estimated_input(last_input_tokens, new_chars)
         window = self._config.context_window
         return estimate >= min(self._after + REGROWTH_SHARE * window, LAST_RESORT_SHARE * window)
 

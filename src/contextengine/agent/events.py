@@ -92,6 +92,16 @@ class CompactionEvent(_Event):
 
 
 @dataclass(frozen=True)
+class PruneEvent(_Event):
+    """Old tool results became stubs (R7.8): how many, tokens saved, the expected payback."""
+
+    type: ClassVar[str] = "prune"
+    results: int
+    saved_tokens: int
+    payback_steps: float
+
+
+@dataclass(frozen=True)
 class UsageEvent(_Event):
     """Token accounting of one model call and its prefix-monitor result."""
 

@@ -182,10 +182,9 @@ class DefaultHarness:
         struck = self.state.struck()
         if not (strike_on and struck and self.state.batch_done):
             return self._result([])
-        plan_text = self._plan_body()
-        prompt = reboot_prompt(struck, plan_text, self.memory.read(PROGRESS))
-        reminder = self._plan_reminder("3-strike", plan_text)
-        return self._result([reminder], reboot=prompt)
+        # The reboot prompt carries the plan itself: no separate recitation.
+        prompt = reboot_prompt(struck, self._plan_body(), self.memory.read(PROGRESS))
+        return self._result([], reboot=prompt)
 
     def after_reboot(self, answer: str) -> HookResult:
         """Log the reboot answer; hand over to a human when question 5 says so."""

@@ -24,6 +24,7 @@ from contextengine.agent.events import (
     AgentEvent,
     Done,
     ErrorEvent,
+    PruneEvent,
     RunResult,
     Thinking,
     ToolCallEvent,
@@ -36,16 +37,19 @@ from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_pro
 from contextengine.agent.text_protocol import parse_text_reply
 from contextengine.compress.externalize import CompressedRef, Externalizer
 from contextengine.compress.observation import ObservationProcessor
+from contextengine.compress.prune import Pruner
 from contextengine.config import Config
 from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
 from contextengine.context.mentions import add_mention_reminders
 from contextengine.context.monitor import PrefixMonitor, PrefixReport
 from contextengine.context.render import RenderStyle
 from contextengine.context.request import Request
-from contextengine.context.tokens import estimate_tokens
+from contextengine.context.tokens import count_tokens
 from contextengine.errors import ContextEngineError, ProviderError
 from contextengine.measure.usage_log import UsageLog, UsageRecord
 from contextengine.memory.injectors import Injector
+from contextengine.memory.reboot import REBOOT_NOTICE
+from contextengine.memory.rules import STRIKE_RULE
 from contextengine.memory.tools import with_memory_tools
 from contextengine.memory.working_memory import WorkingMemory
 from contextengine.providers.base import Provider
@@ -143,9 +147,13 @@ class Agent:
             model=getattr(provider, "model", ""),
             injectors=injectors,
         )
-        self.compactor = Compactor(self.session, self.config, self.tool_context.workspace.display)
+        display = self.tool_context.workspace.display
+        self.compactor = Compactor(self.session, self.config, display)
+        self.pruner = Pruner(self.session, self.config, display)
         self.last_input_tokens = 0
-        self._last_main_chars = 0
+        # provider tokens per BPE token of the last main request: estimates of the next
+        # request are BPE counts in the provider's units
+        self._token_scale = 1.0
         self._calls = 0
 
     @classmethod
@@ -202,18 +210,23 @@ class Agent:
     def stream(self, message: str) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``."""
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
-        if self.compactor.needed(self.last_input_tokens, len(text)):
+        if self.compactor.needed(self.last_input_tokens + self._scaled(count_tokens(text))):
             yield from self._compact(LiveContext(tail=self._tail()))
         round_start = self.session.append(UserEntry(text=text)).index
         yield from self._apply(self.harness.start_turn(text))
         live: dict[int, FullObservation] = {}
-        retried_answer = rebooting = False
+        retried_answer = False
+        rebooting: str | None = None  # the reboot prompt while a 3-strike reboot is due
         for step in range(self.config.max_steps):
             yield from self._apply(self.harness.before_step(step))
             context = LiveContext(live, round_start, self._tail())
+            if rebooting is None and (decision := self.pruner.decide()) is not None:
+                self.pruner.prune(decision)
+                yield PruneEvent(
+                    len(decision.records), decision.saved_tokens, round(decision.payback_steps, 1)
+                )
             request = self._build(context, rebooting)
-            grown = request.total_chars - self._last_main_chars
-            if self.compactor.needed(self.last_input_tokens, grown) and (
+            if self.compactor.needed(self._estimate(request)) and (
                 yield from self._compact(context)
             ):
                 request = self._build(context, rebooting)
@@ -224,7 +237,7 @@ class Agent:
                 yield from self._finish(RunResult("", self.session_dir, "error", step, str(exc)))
                 return
             if rebooting:
-                rebooting = False
+                rebooting = None
                 self._append_assistant(reply, ())
                 hook = self.harness.after_reboot(reply.content)
                 yield from self._apply(hook)
@@ -273,19 +286,31 @@ class Agent:
             for entry in deferred:
                 self.session.append(entry)
             if reboot is not None:
-                self.session.append(ReminderEntry(rule="3-strike", text=reboot))
-                rebooting = True
+                # Only a constant notice is kept: the prompt is asked once, uncached,
+                # instead of being written to the cache and re-read on every later step.
+                self.session.append(ReminderEntry(rule=STRIKE_RULE, text=REBOOT_NOTICE))
+                rebooting = reboot
         yield from self._finish(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
+
+    def _estimate(self, request: Request) -> int:
+        """The request's size in the provider's tokens (BPE, scaled by the last usage)."""
+        return self._scaled(_bpe(request))
+
+    def _scaled(self, tokens: int) -> int:
+        return int(tokens * self._token_scale)
 
     def _tail(self) -> str | None:
         return self.harness.task_status() if self.config.flag("recitation") else None
 
-    def _build(self, context: LiveContext, rebooting: bool) -> Request:
+    def _build(self, context: LiveContext, rebooting: str | None) -> Request:
+        if rebooting is None:
+            return self.builder.build(self.session, context, mask=self.mask)
         return self.builder.build(
             self.session,
             context,
-            purpose="reboot" if rebooting else "main",
-            mask=NO_TOOLS if rebooting else self.mask,
+            purpose="reboot",
+            mask=NO_TOOLS,
+            extra=({"role": "user", "content": rebooting},),
         )
 
     def _compact(self, context: LiveContext) -> Generator[AgentEvent, None, bool]:
@@ -300,16 +325,11 @@ class Agent:
                 extra=({"role": "user", "content": instruction},),
             )
 
-        before = self.builder.build(self.session, context).total_chars
         compacted = yield from self.compactor.run(summary_request, self._ask_side)
         if compacted:
-            # The provider's last count describes the history before compaction: scale it
-            # by how much the request shrank, so its units (the provider's tokens) stay.
-            after = self.builder.build(self.session, context).total_chars
-            tokens = self.last_input_tokens or estimate_tokens(before)
-            self.last_input_tokens = tokens * after // max(before, 1)
-            self._last_main_chars = after
-            self.compactor.compacted_to(self.last_input_tokens)
+            after = self._estimate(self.builder.build(self.session, context))
+            self.last_input_tokens = after
+            self.compactor.compacted_to(after)
         return compacted
 
     def _apply(self, hook: HookResult, defer: list[Entry] | None = None) -> Iterator[AgentEvent]:
@@ -374,8 +394,9 @@ class Agent:
             usage = replace(usage, latency_s=time.perf_counter() - started)
         self._calls += 1
         if request.purpose == "main":
-            self.last_input_tokens = usage.input_tokens or estimate_tokens(request.total_chars)
-            self._last_main_chars = request.total_chars
+            counted = _bpe(request)
+            self.last_input_tokens = usage.input_tokens or counted
+            self._token_scale = self.last_input_tokens / max(counted, 1)
         self.usage_log.append(UsageRecord.of(self._calls, request.purpose, usage, report))
         brk = report.cache_break
         yield UsageEvent(
@@ -471,6 +492,11 @@ class Agent:
         }
         (layout.directory / META_FILE).write_text(json.dumps(meta, indent=1), encoding="utf-8")
         return session
+
+
+def _bpe(request: Request) -> int:
+    """BPE tokens of a request's text (each chunk counted once per process)."""
+    return sum(count_tokens(chunk) for chunk in request.chunks)
 
 
 _SHORT_ANSWER = (

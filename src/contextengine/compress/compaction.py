@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from contextengine.config import Config
-from contextengine.context.tokens import estimate_tokens
 from contextengine.session.entries import AssistantEntry, SummaryEntry, UserEntry
 from contextengine.session.log import LogRecord
 
@@ -75,19 +74,15 @@ class CompactionPlan:
     scope: Literal["rounds", "steps"]
 
 
-def should_compact(
-    last_input_tokens: int, new_chars: int, live_messages: int, config: Config
-) -> bool:
-    """The trigger: ``last_usage + len(new input) // 3 >= trigger * window``, >= 3 messages."""
+def should_compact(estimate: int, live_messages: int, config: Config) -> bool:
+    """The trigger: the next request's tokens ``>= trigger * window``, >= 3 messages.
+
+    ``estimate`` is the last usage plus what is new (R7.4), counted as the agent counts
+    it: the request's BPE tokens in the provider's units.
+    """
     if not config.flag("compaction") or live_messages < 3:
         return False
-    estimate = estimated_input(last_input_tokens, new_chars)
     return estimate >= config.compaction_trigger * config.context_window
-
-
-def estimated_input(last_input_tokens: int, new_chars: int) -> int:
-    """The next request's size: the provider's last count plus the estimate of what is new."""
-    return last_input_tokens + estimate_tokens(new_chars)
 
 
 def plan_compaction(

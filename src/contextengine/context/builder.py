@@ -142,6 +142,7 @@ class ContextBuilder:
             ),
             persisted_chars=persisted_chars,
             epoch=session.epoch,
+            rewrite=session.rewrite,
             mask=mask,
             mark_breakpoints=self._config.flag("cache_breakpoints"),
         )

@@ -15,7 +15,9 @@ from typing import Literal
 from contextengine.context.request import Request
 from contextengine.context.tokens import estimate_tokens
 
-BreakCause = Literal["tools_changed", "l1_changed", "l2_changed", "history_rewritten", "compaction"]
+BreakCause = Literal[
+    "tools_changed", "l1_changed", "l2_changed", "history_rewritten", "compaction", "prune"
+]
 
 SNIPPET_CHARS = 60
 
@@ -137,5 +139,5 @@ def _cause(prev: Request, cur: Request, chunk: int) -> BreakCause:
     if prev_l2 != cur_l2:
         return "l2_changed"
     if prev.epoch != cur.epoch:
-        return "compaction"
+        return cur.rewrite or "compaction"
     return "history_rewritten"

@@ -33,7 +33,8 @@ class Request:
 
     ``chunks`` is the request's canonical text split into pieces: chunk 0 is the tool
     list, chunk ``k + 1`` is message ``k``. The concatenation is what the prefix monitor
-    and the benchmarks compare. Treat every list and dict here as read-only.
+    and the benchmarks compare. ``epoch`` counts the record's rewrites (compactions and
+    prunings) and ``rewrite`` names the latest. Treat every list and dict here as read-only.
     """
 
     session_id: str
@@ -46,6 +47,7 @@ class Request:
     epoch: int
     mask: ToolMask | None = None
     mark_breakpoints: bool = True
+    rewrite: Literal["compaction", "prune"] | None = None
 
     @property
     def messages(self) -> list[dict[str, Any]]:

@@ -1,9 +1,66 @@
-"""The pre-call token estimate (seed 003): ``len(text) // 3``. Provider usage is the truth."""
+"""Token counts: ``o200k_base`` BPE, counted once per distinct text.
+
+Provider usage is the truth; where a decision needs a count before the provider gives one
+(the compaction trigger, pruning), this real BPE count stands in, never ``len(text) // 3``.
+Requests repeat the same chunks (the system prompt, every history message) step after
+step, so counts are cached per string and a long session tokenizes each text once.
+"""
 
 from __future__ import annotations
 
+from functools import cache
+from typing import Any
+
+from contextengine.errors import ContextEngineError
+
+ENCODING = "o200k_base"
+CHARS_PER_TOKEN = 3
+
+
+class TokenCounter:
+    """Counts BPE tokens of texts, caching the count of every text it has seen."""
+
+    def __init__(self, encoding: str = ENCODING) -> None:
+        self.encoding = encoding
+        self._encoder = _load(encoding)
+        self._cache: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (special-token strings count as plain text)."""
+        found = self._cache.get(text)
+        if found is None:
+            found = self._cache[text] = len(self._encoder.encode_ordinary(text)) if text else 0
+        return found
+
+    def count_uncached(self, text: str) -> int:
+        """Tokens of a text unlikely to repeat (a prefix cut mid-chunk); not cached."""
+        return len(self._encoder.encode_ordinary(text)) if text else 0
+
+
+@cache
+def shared_counter() -> TokenCounter:
+    """The process-wide counter the engine's own decisions use."""
+    return TokenCounter()
+
+
+def count_tokens(text: str) -> int:
+    """BPE tokens of ``text`` with the shared counter."""
+    return shared_counter().count(text)
+
 
 def estimate_tokens(text_or_chars: str | int) -> int:
-    """Estimate tokens of a text, or of a character count."""
+    """The seed's quick estimate, ``len(text) // 3``: for fakes and for texts known only by
+    their length; decisions use ``count_tokens``."""
     chars = text_or_chars if isinstance(text_or_chars, int) else len(text_or_chars)
-    return chars // 3
+    return chars // CHARS_PER_TOKEN
+
+
+def _load(encoding: str) -> Any:
+    try:
+        import bpe_openai
+    except ImportError:
+        raise ContextEngineError(
+            "token counting needs the 'bpe-openai' package (a dependency of contextengine): "
+            "pip install bpe-openai"
+        ) from None
+    return bpe_openai.get_encoding(encoding)

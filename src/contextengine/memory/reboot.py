@@ -14,6 +14,10 @@ REBOOT_QUESTIONS: tuple[str, ...] = (
     "Should I ask for human help?",
 )
 PROGRESS_TAIL_CHARS = 500
+REBOOT_NOTICE = (
+    "3-strike: the same kind of error happened three times. Stop and answer the "
+    "5-Question Reboot Test before going on (tools are paused for that one answer)."
+)
 
 _HUMAN_HELP = re.compile(
     r"^[\s*_`>-]*HUMAN_HELP[*_`]*\s*:\s*(yes|no)\b[\s*_`]*(?:[-–—:]\s*)?(.*)$",

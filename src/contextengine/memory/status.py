@@ -10,37 +10,36 @@ import re
 
 from contextengine.memory.plan import MARKS, Plan, one_line
 
-OBJECTIVE_CHARS = 300
+OBJECTIVE_CHARS = 120
+HEADING = "## Task status"
 _REMINDER_BLOCK = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 
 def objective_of(user_text: str) -> str:
     """A user message as an objective: harness reminders removed, one line, capped."""
-    text = one_line(_REMINDER_BLOCK.sub(" ", user_text))
-    if len(text) > OBJECTIVE_CHARS:
-        text = text[: OBJECTIVE_CHARS - 1].rstrip() + "…"
-    return text
+    return _capped(one_line(_REMINDER_BLOCK.sub(" ", user_text)))
+
+
+def _capped(text: str) -> str:
+    return text if len(text) <= OBJECTIVE_CHARS else text[: OBJECTIVE_CHARS - 1].rstrip() + "…"
 
 
 def task_status(plan: Plan, first_user_text: str | None) -> str:
-    """``## Current Task Status`` with the plan's goal (else the first user message)."""
-    objective = plan.goal or (objective_of(first_user_text) if first_user_text else "")
-    lines = ["## Current Task Status", f"**Objective**: {objective or '(not set)'}"]
+    """The tail: heading, objective (the plan's goal, else the first user message), the
+    steps with their marks, and the current focus, in as few tokens as say it (it is
+    paid uncached on every request)."""
+    objective = _capped(plan.goal) or (objective_of(first_user_text) if first_user_text else "")
+    lines = [HEADING, f"Objective: {objective or '(not set)'}"]
     steps = plan.steps
-    if steps:
-        lines.append("**Progress**:")
-        for number, step in enumerate(steps, 1):
-            failed = " (FAILED)" if step.status == "failed" else ""
-            lines.append(f"[{MARKS[step.status]}] Step {number}: {step.text}{failed}")
-    else:
-        lines.append("**Progress**: no steps planned yet")
+    if not steps:
+        lines.append("No plan yet.")
+    for number, step in enumerate(steps, 1):
+        lines.append(f"[{MARKS[step.status]}] {number} {step.text}")
     if plan.blockers:
-        lines.append(f"**Blockers**: {plan.blockers}")
+        lines.append(f"Blockers: {plan.blockers}")
     current = plan.current_index
     if current is not None:
-        lines.append(f"**Current Focus**: Step {current + 1} - {steps[current].text}")
+        lines.append(f"Focus: step {current + 1}")
     elif steps:
-        lines.append("**Current Focus**: every step is finished; check the result and report")
-    else:
-        lines.append("**Current Focus**: make a plan with todo_write or memory_plan_update")
+        lines.append("Focus: every step is finished; check the result and report")
     return "\n".join(lines)

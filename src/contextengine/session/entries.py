@@ -107,6 +107,28 @@ class SummaryEntry(_Entry):
         return not (self.scope == "steps" and isinstance(entry, UserEntry))
 
 
+class PrunedResult(_Entry):
+    """One tool result as pruning leaves it: a short stub in place of its content."""
+
+    index: int
+    call_id: str
+    tool_name: str
+    content: str
+    full_ref: str
+
+
+class PruneEntry(_Entry):
+    """A cache-aware pruning (R7.8): older tool results shown as stubs from now on.
+
+    One entry records the whole batch. It renders as the stubs' messages (each in its
+    result's own frame), which take the results' places in the live view; the originals
+    stay in the log and in the artifacts the stubs name.
+    """
+
+    kind: Literal["prune"] = "prune"
+    results: tuple[PrunedResult, ...]
+
+
 class NoteEntry(_Entry):
     """Context injected once per user turn (lessons, long-term memory, preferences ...)."""
 
@@ -129,6 +151,7 @@ Entry = Annotated[
     | ToolResultEntry
     | ErrorEntry
     | SummaryEntry
+    | PruneEntry
     | NoteEntry
     | ReminderEntry,
     Field(discriminator="kind"),

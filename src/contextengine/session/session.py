@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
-from contextengine.context.render import RenderStyle, render_entry
-from contextengine.session.entries import Entry, SummaryEntry
+from contextengine.context.render import RenderStyle, pruned_entry, render_entry
+from contextengine.session.entries import Entry, PruneEntry, SummaryEntry
 from contextengine.session.layout import SessionLayout, new_session_id
 from contextengine.session.log import LoadReport, LogRecord, SessionHeader, SessionLog
+
+RewriteCause = Literal["compaction", "prune"]
 
 
 class Session:
@@ -17,7 +20,8 @@ class Session:
 
     ``live`` is the part of the record that requests show: every record, except those a
     summary (a compaction) archived; the summary stands where they stood. Earlier summaries
-    are never archived again. Compaction never rewrites the log.
+    are never archived again. A pruning shows the tool results it names as its stubs, in
+    their places. Neither rewrites the log.
     """
 
     def __init__(self, layout: SessionLayout, log: SessionLog, report: LoadReport) -> None:
@@ -27,6 +31,7 @@ class Session:
         self.load_report = report
         self._live: list[LogRecord] = []
         self._epoch = 0
+        self._rewrite: RewriteCause | None = None
         for record in log.records:
             self._track(record)
 
@@ -102,8 +107,14 @@ class Session:
 
     @property
     def epoch(self) -> int:
-        """Number of compactions so far; the live view is append-only within an epoch."""
+        """Number of compactions and prunings so far; the live view is append-only within
+        an epoch."""
         return self._epoch
+
+    @property
+    def rewrite(self) -> RewriteCause | None:
+        """What began the current epoch: ``compaction``, ``prune``, or ``None`` (none yet)."""
+        return self._rewrite
 
     def append(self, entry: Entry) -> LogRecord:
         """Render ``entry`` once, write it durably, and add it to the live view."""
@@ -119,6 +130,9 @@ class Session:
 
     def _track(self, record: LogRecord) -> None:
         entry = record.entry
+        if isinstance(entry, PruneEntry):
+            self._prune(record, entry)
+            return
         if not isinstance(entry, SummaryEntry):
             self._live.append(record)
             return
@@ -138,3 +152,17 @@ class Session:
         kept.insert(at, record)
         self._live = kept
         self._epoch += 1
+        self._rewrite = "compaction"
+
+    def _prune(self, record: LogRecord, entry: PruneEntry) -> None:
+        stubs = {
+            result.index: LogRecord(
+                result.index, pruned_entry(result), (message,), (chunk,), record.ts
+            )
+            for result, message, chunk in zip(
+                entry.results, record.messages, record.chunks, strict=True
+            )
+        }
+        self._live = [stubs.get(r.index, r) for r in self._live]
+        self._epoch += 1
+        self._rewrite = "prune"
