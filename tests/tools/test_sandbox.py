@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import os
 import socketserver
+import subprocess
+import sys
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+import contextengine
 from contextengine import Config, ScriptedProvider
 from contextengine.agent.loop import Agent
 from contextengine.tools.context import ToolContext
@@ -32,6 +36,16 @@ def _running(token: str) -> bool:
             except OSError:
                 continue
     return False
+
+
+def _eventually(condition: Callable[[], bool], within_s: float = 10.0) -> bool:
+    """Whether ``condition`` holds at some point in the next ``within_s`` seconds."""
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _token() -> str:
@@ -91,6 +105,11 @@ def test_writes_beside_the_workspace_stay_in_the_sandbox(root: Path, run) -> Non
     out = run("shell_exec", command="echo x > ../escape.txt && cat ../escape.txt")
     assert not (root.parent / "escape.txt").exists()
     assert out.data["stdout"] in ("x\n", "")
+
+
+def test_kernel_settings_are_read_only(run) -> None:
+    out = run("shell_exec", command="test -w /proc/sys/kernel/core_pattern || echo read-only")
+    assert out.data["stdout"] == "read-only\n"
 
 
 def test_tmp_is_private(run) -> None:
@@ -189,6 +208,33 @@ def test_timeout_kills_the_whole_tree(run) -> None:
     out = run("shell_exec", command=command, timeout_s=0.5)
     assert out.error.code == "timeout"
     assert not _running(first) and not _running(second)
+
+
+CALLER = """
+import json, sys
+from pathlib import Path
+from contextengine.tools.context import ToolContext
+from contextengine.tools.registry import default_toolset
+from contextengine.tools.workspace import Workspace
+from contextengine.types import ToolCall
+call = ToolCall("c", "shell_exec", json.dumps({"command": sys.argv[2]}))
+default_toolset().execute(call, ToolContext(Workspace(Path(sys.argv[1]))))
+"""
+
+
+def test_commands_die_with_contextengine(root: Path) -> None:
+    token = _token()
+    package = Path(contextengine.__file__).parent.parent
+    caller = subprocess.Popen(
+        [sys.executable, "-c", CALLER, str(root), f"sleep {token}"],
+        env={**os.environ, "PYTHONPATH": str(package)},
+    )
+    try:
+        assert _eventually(lambda: _running(f"sleep\0{token}"))
+    finally:
+        caller.kill()
+        caller.wait()
+    assert _eventually(lambda: not _running(token))
 
 
 def test_memory_limit_stops_a_hog(ctx: ToolContext, run) -> None:
@@ -297,6 +343,7 @@ HOSTILE = [
     "echo pwned > /tmp/{token}; echo pwned > {tmp}/{token}",
     "(setsid nohup sleep {token} >/dev/null 2>&1 &); disown -a",
     "kill -9 {pid}; echo pwned > {outside}/new.txt",
+    "echo '|{root}/x' > /proc/sys/kernel/core_pattern; echo 1 > /proc/sys/vm/drop_caches",
 ]
 
 
@@ -329,4 +376,4 @@ def test_hostile_commands_do_not_escape(
         (tmp_path / token).exists(),
         _running(token),
     ]
-    assert not any(escapes), (filled, out.text)
+    assert not any(escapes), (filled, escapes, out.text)

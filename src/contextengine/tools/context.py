@@ -20,9 +20,9 @@ class ToolContext:
     ``read_mtimes`` maps a file's real path to its mtime (ns) when this session last read
     or wrote it; it lives in memory only (R7.6). ``max_output_bytes`` caps each shell
     stream and the text one ``file_read`` returns. ``env`` is the shell's environment
-    (``None``: inherit this process's, or a minimal one in the sandbox). ``sandbox`` confines
-    ``shell_exec`` (``None``: commands run unconfined). ``memory`` is the session's working memory, which
-    the ``memory_*`` tools write (``None``: working memory is off).
+    (``None``: inherit this process's; in the sandbox, added to a minimal one). ``sandbox``
+    confines ``shell_exec`` (``None``: commands run unconfined). ``memory`` is the session's
+    working memory, which the ``memory_*`` tools write (``None``: working memory is off).
     """
 
     workspace: Workspace

@@ -1,19 +1,22 @@
 """Confining one command with bubblewrap (``bwrap``): what it may see, use and keep running.
 
 The command sees the workspace read-write at its real path, the system directories programs
-need read-only, and fresh ``/proc``, ``/dev`` and ``/tmp``; every other host path is absent
-and the session folders inside the workspace are covered by empty read-only mounts. It gets
-no network (unless allowed), a minimal environment, no capabilities, and rlimits on CPU
-time, memory and file size. It runs as pid 1's child in its own pid namespace, so every
-process it starts dies when the command ends or when ``bwrap`` is killed.
+need read-only, a fresh read-only ``/proc`` and fresh ``/dev`` and ``/tmp``; every other host
+path is absent, and the session folders inside the workspace are covered by empty read-only
+mounts. It gets no network (unless allowed), a minimal environment, no capabilities, and
+rlimits on CPU time, memory and file size. It runs in its own pid namespace, and
+``ConfinedProcess.end`` waits until the namespace's pid 1 has taken every process the
+command started down with it.
 """
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import functools
+import json
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -30,9 +33,8 @@ SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SANDBOX_HOME = "/tmp"
 OPT_OUT = "set sandbox = false (or CONTEXTENGINE_SANDBOX=false) to run commands unconfined"
 SELF_CHECK_TIMEOUT_S = 10.0
+END_TIMEOUT_S = 5.0
 MIB = 1024 * 1024
-_PR_SET_PDEATHSIG = 1
-_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class SandboxUnavailable(Exception):
@@ -76,13 +78,12 @@ class ConfinedCommand:
     limits: tuple[tuple[int, int], ...]
 
     def preexec(self) -> None:
-        """Runs in the forked child: set the limits, and die if the calling thread dies."""
+        """Runs in the forked child before ``bwrap`` starts: set the limits."""
         for which, value in self.limits:
             _, hard = resource.getrlimit(which)
             if hard != resource.RLIM_INFINITY:
                 value = min(value, hard)
             resource.setrlimit(which, (value, value))
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def confine(
@@ -106,6 +107,65 @@ def confine(
     args = [bwrap, *_isolation(policy.network), *_mounts(policy, workspace)]
     args += ["--chdir", str(workspace), "--", *argv]
     return ConfinedCommand(tuple(args), env, limits)
+
+
+class ConfinedProcess:
+    """A confined command started: ``process`` is its ``bwrap``, ``end`` empties the sandbox."""
+
+    def __init__(self, command: ConfinedCommand, cwd: Path) -> None:
+        info_read, info_write = os.pipe()
+        bwrap, *rest = command.argv
+        try:
+            self.process = subprocess.Popen(
+                [bwrap, "--info-fd", str(info_write), *rest],
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=dict(command.env),
+                pass_fds=(info_write,),
+                # Safe despite threads: the hook makes only getrlimit and setrlimit calls.
+                preexec_fn=command.preexec,
+            )
+        except BaseException:
+            os.close(info_read)
+            raise
+        finally:
+            os.close(info_write)
+        self._init = _sandbox_init(info_read)
+
+    def end(self) -> None:
+        """Kill whatever still runs in the sandbox and wait (bounded) until all of it is gone."""
+        if self._init is None:
+            return
+        # bwrap reports the command's exit as soon as it happens; its pid 1 takes every other
+        # process of the sandbox down with it only while exiting, so wait for that.
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(self._init, signal.SIGKILL)
+        select.select([self._init], [], [], END_TIMEOUT_S)
+        os.close(self._init)
+        self._init = None
+
+
+def _sandbox_init(info_fd: int) -> int | None:
+    """A pidfd for the sandbox's pid 1, named on bwrap's info fd (``None`` if bwrap failed)."""
+    with os.fdopen(info_fd, "rb") as stream:
+        text = stream.read()
+    try:
+        info = json.loads(text)
+        pid, namespace = int(info["child-pid"]), f"pid:[{info['pid-namespace']}]"
+        pidfd = os.pidfd_open(pid)
+    except (ValueError, KeyError, TypeError, OSError):
+        return None
+    try:
+        # Its pid may be reused once pid 1 is gone: only a process in the sandbox is ours.
+        if os.readlink(f"/proc/{pid}/ns/pid") == namespace:
+            return pidfd
+    except OSError:
+        pass
+    os.close(pidfd)
+    return None
 
 
 def checked_bwrap(name: str) -> str:
@@ -157,7 +217,8 @@ def _mounts(policy: SandboxPolicy, workspace: Path) -> list[str]:
             mounts.append((path, ["--symlink", os.readlink(path), path]))
         elif os.path.isdir(path):
             mounts.append((path, ["--ro-bind", path, path]))
-    mounts.append(("/proc", ["--proc", "/proc"]))
+    # Read-only: a command running as root could otherwise write /proc/sys (core_pattern).
+    mounts.append(("/proc", ["--proc", "/proc", "--remount-ro", "/proc"]))
     mounts.append(("/dev", ["--dev", "/dev"]))
     mounts.append(("/tmp", ["--size", str(policy.memory_mb * MIB), "--tmpfs", "/tmp"]))
     if policy.network and os.path.islink("/etc/resolv.conf"):

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from typing import IO, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import error_tail
 from contextengine.tools.context import ToolContext
-from contextengine.tools.sandbox import SandboxUnavailable, confine
+from contextengine.tools.sandbox import ConfinedProcess, SandboxUnavailable, confine
 
 MAX_TIMEOUT_S = 600.0
 STDERR_TAIL_LINES = 20
@@ -95,7 +96,7 @@ class ShellExec:
         timeout = min(args.timeout_s or ctx.shell_timeout_s, MAX_TIMEOUT_S)
         cap = ctx.max_output_bytes
         try:
-            proc = _start(["bash", "-c", args.command], ctx)
+            proc, end = _start(["bash", "-c", args.command], ctx)
         except SandboxUnavailable as exc:
             return ToolOutcome.fail("sandbox_unavailable", f"shell_exec cannot run: {exc}")
         except OSError as exc:
@@ -114,6 +115,8 @@ class ShellExec:
         except BaseException:
             _kill_group(proc.pid)
             raise
+        finally:
+            end()
         grace_ends = time.monotonic() + PIPE_GRACE_S
         for reader in readers:
             reader.join(max(0.0, grace_ends - time.monotonic()))
@@ -139,24 +142,23 @@ class ShellExec:
         return ToolOutcome.ok(text, data)
 
 
-def _start(argv: list[str], ctx: ToolContext) -> subprocess.Popen[bytes]:
-    """``argv`` in the session's sandbox, or unconfined when the sandbox is off."""
-    env = dict(ctx.env) if ctx.env is not None else None
-    preexec = None
+def _start(argv: list[str], ctx: ToolContext) -> tuple[subprocess.Popen[bytes], Callable[[], None]]:
+    """``argv`` running in the session's sandbox (or unconfined), and how to end what is left."""
     if ctx.sandbox is not None:
-        confined = confine(ctx.sandbox, argv, ctx.workspace.root, ctx.env)
-        argv, env, preexec = list(confined.argv), dict(confined.env), confined.preexec
-    return subprocess.Popen(
+        confined = ConfinedProcess(
+            confine(ctx.sandbox, argv, ctx.workspace.root, ctx.env), ctx.workspace.root
+        )
+        return confined.process, confined.end
+    process = subprocess.Popen(
         argv,
         cwd=ctx.workspace.root,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        env=env,
-        # Safe despite threads: the hook makes only setrlimit and prctl calls, no locks.
-        preexec_fn=preexec,
+        env=dict(ctx.env) if ctx.env is not None else None,
     )
+    return process, lambda: None
 
 
 def _kill_group(pgid: int) -> None:
