@@ -38,7 +38,7 @@ MIB = 1024 * 1024
 
 
 class SandboxUnavailable(Exception):
-    """``bwrap`` is missing or cannot create a sandbox on this machine."""
+    """``bwrap`` is missing or cannot create a sandbox here, or a setting names a missing path."""
 
 
 @dataclass(frozen=True)
