@@ -85,6 +85,16 @@ class Config(BaseModel):
     org: str = "default"
     team: str = "default"
 
+    sandbox: bool = Field(True, description="Run shell_exec in a bubblewrap (bwrap) sandbox.")
+    sandbox_network: bool = Field(False, description="Let sandboxed commands use the network.")
+    sandbox_read_only_paths: tuple[str, ...] = Field(
+        (), description="Extra host paths sandboxed commands may read (not write)."
+    )
+    sandbox_memory_mb: int = Field(4096, gt=0, description="Data memory per sandboxed process.")
+    sandbox_cpu_s: int = Field(600, gt=0, description="CPU seconds per sandboxed process.")
+    sandbox_file_size_mb: int = Field(1024, gt=0, description="Largest file a command writes.")
+    sandbox_bwrap: str = Field("bwrap", description="The bubblewrap binary: a name or a path.")
+
     enabled: bool = Field(True, description="Master switch; off = plain chat history.")
     scrub: bool = Field(True, description="Scrub dates, times, UUIDs, session ids from L1.")
     code_law: bool = Field(True, description="Inject CODE_LAW.md as layer L2.")
@@ -173,6 +183,8 @@ def _parse_env_value(key: str, value: str, annotation: Any) -> Any:
         if lowered in {"0", "false", "no", "off"}:
             return False
         raise ConfigError(f"environment variable {key}: expected a boolean, got {value!r}")
+    if annotation == tuple[str, ...]:
+        return tuple(part for part in value.split(os.pathsep) if part)
     return value
 
 

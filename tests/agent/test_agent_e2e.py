@@ -13,6 +13,7 @@ from contextengine import Config, ScriptedProvider, ToolMask
 from contextengine.agent.loop import Agent
 from contextengine.session.entries import ToolResultEntry
 from support.requests import persisted_text
+from support.sandbox import PYTHON_PATHS
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 TEST = "from calc import add\n\nassert add(2, 3) == 5, add(2, 3)\nprint('tests passed')\n"
@@ -115,7 +116,9 @@ def finished_session(tmp_path, request):
         },
     ]
     provider = ScriptedProvider(script)
-    agent = Agent(provider, workspace, Config(history_mode=request.param))
+    # The script runs this interpreter, so the sandbox shows it (read-only).
+    config = Config(history_mode=request.param, sandbox_read_only_paths=PYTHON_PATHS)
+    agent = Agent(provider, workspace, config)
     first = agent.run("Create calc.py with add(a, b) and a test, and make the test pass.")
     agent.mask = ToolMask.only("file_read", "shell_exec", mode="auto")
     second = agent.run("Now write masked.txt.")

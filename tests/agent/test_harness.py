@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 from contextengine import Config, ReminderEntry, ScriptedProvider
@@ -31,7 +30,7 @@ def step(*calls: dict, content: str = "Working.") -> dict:
 
 
 def failing_python() -> dict:
-    return call("shell_exec", command=f"{sys.executable} -c 'print(undefined_name)'")
+    return call("shell_exec", command="python3 -c 'print(undefined_name)'")
 
 
 def todo(*items: tuple[str, str]) -> dict:
@@ -327,12 +326,12 @@ def test_lessons_reach_the_next_session_and_a_broken_injector_is_skipped(tmp_pat
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "greet.py").write_text("print(nme)\n")
     first_script = [
-        step(call("shell_exec", command=f"{sys.executable} greet.py")),
+        step(call("shell_exec", command="python3 greet.py")),
         step(
             call("file_edit", path="greet.py", old_text="nme", new_text="'hi'"),
             content="Fixing the misspelled name.",
         ),
-        step(call("shell_exec", command=f"{sys.executable} greet.py")),
+        step(call("shell_exec", command="python3 greet.py")),
         {"content": "greet.py prints hi after fixing the misspelled name."},
     ]
     agent, _ = make_agent(tmp_path, first_script)

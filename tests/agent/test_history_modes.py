@@ -10,6 +10,7 @@ import pytest
 from agent.test_agent_e2e import coding_script
 from contextengine import Agent, Config, ScriptedProvider, ToolResultEntry
 from support.requests import live_text
+from support.sandbox import PYTHON_PATHS
 
 LONG_FILE = "".join(f"value_{n} = {n}\n" for n in range(700))
 
@@ -28,7 +29,11 @@ def _run(tmp_path, mode):
     provider = ScriptedProvider(
         [*_script(), {"content": "Second round: nothing else to change, all tests pass."}]
     )
-    agent = Agent(provider, tmp_path, Config(history_mode=mode, pruning=False))
+    agent = Agent(
+        provider,
+        tmp_path,
+        Config(history_mode=mode, pruning=False, sandbox_read_only_paths=PYTHON_PATHS),
+    )
     agent.run("Make the tests pass.")
     agent.run("Anything else?")
     return agent, [r for r in provider.requests if r.purpose == "main"]

@@ -5,8 +5,16 @@ import pytest
 
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import classify_error, error_tail, traceback_exception
+from contextengine.tools.context import ToolContext
+from support.sandbox import PYTHON_VISIBLE
 
 PY = sys.executable
+
+
+@pytest.fixture(autouse=True)
+def _python_visible(ctx: ToolContext) -> None:
+    """Commands run this interpreter (and its pytest), which the sandbox must show."""
+    ctx.sandbox = PYTHON_VISIBLE
 
 
 def test_success_has_no_class() -> None:

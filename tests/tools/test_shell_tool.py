@@ -53,7 +53,10 @@ def test_empty_stderr_is_said(run) -> None:
     assert out.error.message == "command exited with code 1; stderr is empty"
 
 
-def test_timeout_kills_the_process_group_and_keeps_partial_output(root: Path, run) -> None:
+def test_timeout_kills_the_process_group_and_keeps_partial_output(
+    root: Path, ctx: ToolContext, run
+) -> None:
+    ctx.sandbox = None  # unconfined, so the pid written to bg.pid is a host pid
     started = time.monotonic()
     out = run(
         "shell_exec",
@@ -95,7 +98,8 @@ def test_environment_and_no_stdin(ctx: ToolContext, run) -> None:
     assert out.data["stdout"] == "hello\n"
 
 
-def test_background_process_holding_pipes_does_not_block(run) -> None:
+def test_background_process_holding_pipes_does_not_block(ctx: ToolContext, run) -> None:
+    ctx.sandbox = None  # in the sandbox a background process dies with the command
     started = time.monotonic()
     out = run("shell_exec", command="sleep 2 & echo done")
     assert time.monotonic() - started < 1.9

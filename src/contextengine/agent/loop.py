@@ -69,6 +69,7 @@ from contextengine.tools.classify import classify_error
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.registry import Toolset, default_toolset
+from contextengine.tools.sandbox import SandboxPolicy
 from contextengine.tools.workspace import Workspace
 from contextengine.types import ModelReply, ReasoningDelta, ReplyDone, TextDelta, ToolCall
 
@@ -129,7 +130,12 @@ class Agent:
             self.session.directory if self.config.flag("working_memory") else None
         )
         self.tool_context = ToolContext(
-            Workspace(self.workspace, extra_roots=(self.session.directory,)), memory=self.memory
+            Workspace(self.workspace, extra_roots=(self.session.directory,)),
+            memory=self.memory,
+            sandbox=SandboxPolicy.from_config(
+                self.config,
+                hidden_paths=(self.workspace / ".contextengine", self.session.directory),
+            ),
         )
         self.externalizer = Externalizer(
             self.session.layout.artifacts, self.tool_context.workspace.display

@@ -30,6 +30,7 @@ ErrorCode = Literal[
     "nonzero_exit",
     "timeout",
     "io_error",
+    "sandbox_unavailable",
     "exception",
 ]
 

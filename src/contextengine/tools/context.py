@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from contextengine.tools.sandbox import SandboxPolicy
 from contextengine.tools.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -19,8 +20,9 @@ class ToolContext:
     ``read_mtimes`` maps a file's real path to its mtime (ns) when this session last read
     or wrote it; it lives in memory only (R7.6). ``max_output_bytes`` caps each shell
     stream and the text one ``file_read`` returns. ``env`` is the shell's environment
-    (``None``: inherit this process's). ``memory`` is the session's working memory, which
-    the ``memory_*`` tools write (``None``: working memory is off).
+    (``None``: inherit this process's; in the sandbox, added to a minimal one). ``sandbox``
+    confines ``shell_exec`` (``None``: commands run unconfined). ``memory`` is the session's
+    working memory, which the ``memory_*`` tools write (``None``: working memory is off).
     """
 
     workspace: Workspace
@@ -28,4 +30,5 @@ class ToolContext:
     shell_timeout_s: float = 120.0
     max_output_bytes: int = 1_000_000
     env: Mapping[str, str] | None = None
+    sandbox: SandboxPolicy | None = field(default_factory=SandboxPolicy)
     memory: WorkingMemory | None = None

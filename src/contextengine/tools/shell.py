@@ -1,5 +1,8 @@
 """``shell_exec``: one bash command in the workspace, with a timeout that kills its group.
 
+The command runs in the session's bubblewrap sandbox (``tools/sandbox.py``) unless the
+session switched it off; where the sandbox cannot run, the call fails and says so.
+
 stdout and stderr are read by two threads into separate buffers, each capped at
 ``ToolContext.max_output_bytes`` (head and tail kept, the middle replaced by a marker).
 """
@@ -12,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from typing import IO, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import error_tail
 from contextengine.tools.context import ToolContext
+from contextengine.tools.sandbox import ConfinedProcess, SandboxUnavailable, confine
 
 MAX_TIMEOUT_S = 600.0
 STDERR_TAIL_LINES = 20
@@ -91,15 +96,9 @@ class ShellExec:
         timeout = min(args.timeout_s or ctx.shell_timeout_s, MAX_TIMEOUT_S)
         cap = ctx.max_output_bytes
         try:
-            proc = subprocess.Popen(
-                ["bash", "-c", args.command],
-                cwd=ctx.workspace.root,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                env=dict(ctx.env) if ctx.env is not None else None,
-            )
+            proc, end = _start(["bash", "-c", args.command], ctx)
+        except SandboxUnavailable as exc:
+            return ToolOutcome.fail("sandbox_unavailable", f"shell_exec cannot run: {exc}")
         except OSError as exc:
             return ToolOutcome.fail("io_error", f"cannot start bash: {exc.strerror or exc}")
         assert proc.stdout is not None and proc.stderr is not None
@@ -116,6 +115,8 @@ class ShellExec:
         except BaseException:
             _kill_group(proc.pid)
             raise
+        finally:
+            end()
         grace_ends = time.monotonic() + PIPE_GRACE_S
         for reader in readers:
             reader.join(max(0.0, grace_ends - time.monotonic()))
@@ -139,6 +140,25 @@ class ShellExec:
             message = f"command exited with code {code}"
             return ToolOutcome.fail("nonzero_exit", message + _stderr_tail(stderr), text, data)
         return ToolOutcome.ok(text, data)
+
+
+def _start(argv: list[str], ctx: ToolContext) -> tuple[subprocess.Popen[bytes], Callable[[], None]]:
+    """``argv`` running in the session's sandbox (or unconfined), and how to end what is left."""
+    if ctx.sandbox is not None:
+        confined = ConfinedProcess(
+            confine(ctx.sandbox, argv, ctx.workspace.root, ctx.env), ctx.workspace.root
+        )
+        return confined.process, confined.end
+    process = subprocess.Popen(
+        argv,
+        cwd=ctx.workspace.root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=dict(ctx.env) if ctx.env is not None else None,
+    )
+    return process, lambda: None
 
 
 def _kill_group(pgid: int) -> None:
