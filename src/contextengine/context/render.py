@@ -24,6 +24,7 @@ from contextengine.session.entries import (
     ReminderEntry,
     SummaryEntry,
     ToolResultEntry,
+    ToolStartEntry,
     UserEntry,
 )
 
@@ -75,6 +76,8 @@ def _render(entry: Entry, index: int, session_id: str, style: RenderStyle) -> li
             return [{"role": "assistant", "content": text}]
         case ToolResultEntry():
             return [render_tool_result(entry, index, session_id, style)]
+        case ToolStartEntry():
+            return []
         case ErrorEntry(error_class=cls, message=message):
             return [{"role": "user", "content": f'<error class="{cls}">\n{message}\n</error>'}]
         case SummaryEntry(text=text, archive=archive):
