@@ -10,6 +10,9 @@ import os
 import tempfile
 from pathlib import Path
 
+FILE_MODE = 0o644
+"""Mode of the files written here (a temp file starts private)."""
+
 
 def write_replacing(path: Path, data: bytes, durable: bool = True) -> None:
     """Write ``path`` whole or not at all, replacing any file already there."""
@@ -43,6 +46,7 @@ def _write_temp(path: Path, data: bytes, durable: bool) -> Path:
     temp = Path(name)
     try:
         try:
+            os.fchmod(fd, FILE_MODE)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
