@@ -31,6 +31,7 @@ from typing import Any
 from contextengine import Agent, Config, ScriptedProvider, Session
 from contextengine.context.request import Request
 from contextengine.session.entries import AssistantEntry, ToolResultEntry
+from contextengine.session.interrupted import MAY_HAVE_RUN, NOT_RUN
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
@@ -39,8 +40,6 @@ from contextengine.types import ToolCall
 
 SESSION_ID = "killed-session"
 OP = re.compile(r"done-(op\d\d)")
-MAY_HAVE_RUN = "It may have run"
-NOT_RUN = "It was not run"
 RESUME_MESSAGE = "The agent was restarted. Finish the operations that are not done yet."
 
 
@@ -311,7 +310,7 @@ def resume_and_finish(scenario: Scenario, paths: Paths) -> dict[str, Any]:
     closed = [
         r.entry.content
         for r in agent.session.records
-        if isinstance(r.entry, ToolResultEntry) and r.entry.content.startswith("interrupted")
+        if isinstance(r.entry, ToolResultEntry) and r.entry.content in (MAY_HAVE_RUN, NOT_RUN)
     ]
     result = agent.run(RESUME_MESSAGE)
     return {

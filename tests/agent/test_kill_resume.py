@@ -69,7 +69,7 @@ def _check(rows: list[dict[str, Any]], at_least: int) -> None:
     assert len(points) >= at_least
     # The points reach every kind of crash: before the session existed, between a reply
     # and its calls' start records, and while a call was running.
-    assert sum(r["killed"] for r in points) >= 0.9 * len(points)
+    assert sum(r["killed"] for r in points) >= 0.75 * len(points)
     assert any(not r["resumed"] for r in points)
     assert sum(r["not_run"] for r in points) > 0
     assert sum(r["may_have_run"] for r in points) > 0
@@ -87,6 +87,7 @@ def test_kill_9_at_every_write_and_fsync_then_resume(kill_dir: Path) -> None:
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(1800)
 @pytest.mark.skipif(
     os.environ.get("CONTEXTENGINE_STRESS") != "1", reason="set CONTEXTENGINE_STRESS=1"
 )
