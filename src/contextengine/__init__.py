@@ -33,6 +33,7 @@ from contextengine.session.entries import (
     SummaryEntry,
     ToolCallRecord,
     ToolResultEntry,
+    ToolStartEntry,
     UserEntry,
 )
 from contextengine.session.session import Session
@@ -72,6 +73,7 @@ __all__ = [
     "ToolMask",
     "ToolResultEntry",
     "ToolSpec",
+    "ToolStartEntry",
     "TrajectoryError",
     "Usage",
     "UserEntry",

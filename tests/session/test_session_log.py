@@ -13,6 +13,7 @@ from contextengine import (
     SessionLogError,
     ToolCallRecord,
     ToolResultEntry,
+    ToolStartEntry,
     UserEntry,
 )
 
@@ -136,3 +137,60 @@ def test_version_1_fixture_still_loads(tmp_path):
     kinds = [r.entry.kind for r in s.records]
     assert kinds == ["user", "assistant", "tool_result", "assistant"]
     assert s.records[2].messages[0]["role"] == "tool"
+
+
+def test_version_2_fixture_with_start_records_and_a_closed_call_loads(tmp_path):
+    shutil.copytree(FIXTURES / "session_v2", tmp_path / "v2")
+    s = Session.open(tmp_path / "v2")
+    kinds = [r.entry.kind for r in s.records]
+    assert kinds == [
+        "user",
+        "assistant",
+        "tool_start",
+        "tool_result",
+        "tool_start",
+        "tool_result",
+        "user",
+        "assistant",
+    ]
+    assert s.records[2].messages == ()
+    assert "It may have run" in s.records[5].entry.content
+    roles = [m["role"] for r in s.records for m in r.messages]
+    assert roles == ["user", "assistant", "tool", "tool", "user", "assistant"]
+
+
+def test_a_log_of_version_1_goes_on_with_version_2_records(tmp_path):
+    shutil.copytree(FIXTURES / "session_v1", tmp_path / "v1")
+    s = Session.open(tmp_path / "v1")
+    s.append(ToolStartEntry(call_id="call_9_0", tool_name="file_read"))
+    again = Session.open(tmp_path / "v1")
+    assert again.records[-1].entry == ToolStartEntry(call_id="call_9_0", tool_name="file_read")
+    assert again.load_report.clean
+
+
+def test_creation_killed_before_the_log_appeared_leaves_no_session(tmp_path):
+    # What a kill mid-creation can leave: the folder, a side file, a temp of the header.
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "session.json").write_text('{"works', encoding="utf-8")
+    (folder / ".session.jsonl.abc123.tmp").write_text('{"format":', encoding="utf-8")
+    with pytest.raises(SessionLogError, match="no session log"):
+        Session.open(folder)
+    s = Session.create(folder, session_id="again", files={"session.json": '{"ok": 1}'})
+    s.append(UserEntry(text="hello"))
+    assert Session.open(folder).id == "again"
+    assert json.loads((folder / "session.json").read_text(encoding="utf-8")) == {"ok": 1}
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".session.jsonl.abc123.tmp",
+        "artifacts",
+        "session.json",
+        "session.jsonl",
+    ]
+
+
+def test_create_over_an_existing_log_leaves_its_files_alone(tmp_path):
+    Session.create(tmp_path / "s", files={"session.json": "first"})
+    with pytest.raises(SessionLogError, match="already exists"):
+        Session.create(tmp_path / "s", files={"session.json": "second"})
+    assert (tmp_path / "s" / "session.json").read_text(encoding="utf-8") == "first"
+    assert not [p for p in (tmp_path / "s").iterdir() if p.name.endswith(".tmp")]

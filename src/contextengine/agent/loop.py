@@ -60,8 +60,10 @@ from contextengine.session.entries import (
     ReminderEntry,
     ToolCallRecord,
     ToolResultEntry,
+    ToolStartEntry,
     UserEntry,
 )
+from contextengine.session.interrupted import close_interrupted_calls
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
@@ -164,9 +166,19 @@ class Agent:
 
     @classmethod
     def resume(
-        cls, session_dir: str | Path, provider: Provider, config: Config | None = None
+        cls,
+        session_dir: str | Path,
+        provider: Provider,
+        config: Config | None = None,
+        *,
+        tools: Toolset | None = None,
     ) -> Agent:
-        """Continue a recorded session (after a crash or restart) with nothing lost."""
+        """Continue a recorded session (after a crash or restart) with nothing lost.
+
+        Tool calls a crash left without a result get an explicit "interrupted" result
+        (never a re-run), so the next request is valid and the model knows what happened.
+        ``tools``: the session's own toolset when it was not the default one.
+        """
         session = Session.open(session_dir)
         try:
             meta = json.loads((session.directory / META_FILE).read_text(encoding="utf-8"))
@@ -174,7 +186,8 @@ class Agent:
             raise ContextEngineError(
                 f"{session.directory}: not an agent session ({META_FILE} unreadable: {exc})"
             ) from None
-        return cls(provider, meta["workspace"], config, _session=session)
+        close_interrupted_calls(session)
+        return cls(provider, meta["workspace"], config, tools=tools, _session=session)
 
     def recover(self, ref: CompressedRef | str) -> str:
         """The original text behind a ``compressed_ref`` (object or its JSON), byte for byte."""
@@ -215,6 +228,7 @@ class Agent:
 
     def stream(self, message: str) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``."""
+        close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
         if self.compactor.needed(self.last_input_tokens + self._scaled(count_tokens(text))):
             yield from self._compact(LiveContext(tail=self._tail()))
@@ -445,6 +459,7 @@ class Agent:
         self, call: ToolCall, live: dict[int, FullObservation]
     ) -> Generator[AgentEvent, None, HookResult]:
         yield ToolCallEvent(call.id, call.name, call.arguments_json)
+        self.session.append(ToolStartEntry(call_id=call.id, tool_name=call.name))
         outcome = self.toolset.execute(
             call, self.tool_context, self.mask if self.config.flag("masking") else None
         )
@@ -490,14 +505,17 @@ class Agent:
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", self.workspace.name).strip("-.") or "workspace"
         layout = SessionLayout.under(root, self.config.org, self.config.team, name, sid)
         style = RenderStyle(protocol=protocol, diversity=self.config.flag("diversity"))
-        session = Session.create(layout.directory, session_id=sid, style=style)
         meta = {
             "session_id": sid,
             "workspace": str(self.workspace),
             "model": getattr(self.provider, "model", ""),
         }
-        (layout.directory / META_FILE).write_text(json.dumps(meta, indent=1), encoding="utf-8")
-        return session
+        return Session.create(
+            layout.directory,
+            session_id=sid,
+            style=style,
+            files={META_FILE: json.dumps(meta, indent=1)},
+        )
 
 
 def _bpe(request: Request) -> int:

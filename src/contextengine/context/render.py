@@ -26,6 +26,7 @@ from contextengine.session.entries import (
     ReminderEntry,
     SummaryEntry,
     ToolResultEntry,
+    ToolStartEntry,
     UserEntry,
 )
 
@@ -77,6 +78,8 @@ def _render(entry: Entry, index: int, session_id: str, style: RenderStyle) -> li
             return [{"role": "assistant", "content": text}]
         case ToolResultEntry():
             return [render_tool_result(entry, index, session_id, style)]
+        case ToolStartEntry():
+            return []
         case ErrorEntry(error_class=cls, message=message):
             return [{"role": "user", "content": f'<error class="{cls}">\n{message}\n</error>'}]
         case SummaryEntry(text=text, archive=archive):

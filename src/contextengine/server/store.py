@@ -102,6 +102,8 @@ class SessionStore:
         base = self.root / self.config.org / self.config.team
         found: dict[str, Path] = {}
         for meta_path in base.glob(f"*/*/{META_FILE}"):
+            if not SessionLayout(meta_path.parent).log.is_file():
+                continue  # a creation that was killed before its log appeared
             try:
                 meta = json.loads(meta_path.read_text(encoding="utf-8"))
             except (OSError, ValueError):

@@ -13,7 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from contextengine.types import ToolCall
 
-ENTRY_FORMAT_VERSION = 1
+ENTRY_FORMAT_VERSION = 2
+"""Version written into new logs: 2 added ``tool_start``."""
+
+READABLE_FORMAT_VERSIONS = frozenset({1, 2})
+"""Versions a log (its header and each record) may carry and still load."""
 
 
 class _Entry(BaseModel):
@@ -73,6 +77,17 @@ class ToolResultEntry(_Entry):
     full_ref: str | None = None
     original_length: int = 0
     error_class: str | None = None
+
+
+class ToolStartEntry(_Entry):
+    """A tool call is about to run; written durably first so a crash mid-call is known.
+
+    It renders to no message: the request stays exactly what it was without it.
+    """
+
+    kind: Literal["tool_start"] = "tool_start"
+    call_id: str
+    tool_name: str
 
 
 class ErrorEntry(_Entry):
@@ -149,6 +164,7 @@ Entry = Annotated[
     UserEntry
     | AssistantEntry
     | ToolResultEntry
+    | ToolStartEntry
     | ErrorEntry
     | SummaryEntry
     | PruneEntry

@@ -1,8 +1,9 @@
 """The append-only session log: one JSON object per line, fsynced on every append (R1.2, R8.6).
 
-Line 1 is a header naming the format and its version; every later line is one record:
-``{"v": 1, "i": index, "entry": {...}, "messages": [...]}``. Nothing here edits or deletes
-a line. A torn last line (a crash mid-write) is reported, moved aside to
+Line 1 is a header naming the format and the version the log was created with; every later
+line is one record: ``{"v": 2, "i": index, "entry": {...}, "messages": [...]}``, ``v`` being
+the version it was written with (a log created by an older version goes on with newer
+records). Nothing here edits or deletes a line. The header appears whole or not at all. A torn last line (a crash mid-write) is reported, moved aside to
 ``session.jsonl.torn`` and skipped on load; a bad line anywhere else is an error naming the
 file and the line.
 """
@@ -22,7 +23,13 @@ from pydantic import ValidationError
 
 from contextengine.context.canonical import canonical_json
 from contextengine.errors import SessionLogError
-from contextengine.session.entries import ENTRY_ADAPTER, ENTRY_FORMAT_VERSION, Entry
+from contextengine.session.durable import create_exclusive
+from contextengine.session.entries import (
+    ENTRY_ADAPTER,
+    ENTRY_FORMAT_VERSION,
+    READABLE_FORMAT_VERSIONS,
+    Entry,
+)
 
 LOG_FORMAT = "contextengine-session"
 LOG_FILENAME = "session.jsonl"
@@ -125,18 +132,16 @@ class SessionLog:
     def create(cls, path: Path, header: SessionHeader, durable: bool = True) -> SessionLog:
         """Create a new log with its header line; refuses to overwrite an existing log.
 
-        ``durable=False`` skips the per-append fsync: for simulations such as replay, where
-        a crash loses nothing of value.
+        The log appears with its complete header or not at all (a kill mid-creation leaves
+        no log, so the session can be created again). ``durable=False`` skips the fsyncs:
+        for simulations such as replay, where a crash loses nothing of value.
         """
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            create_exclusive(path, (header.to_json() + "\n").encode("utf-8"), durable)
         except FileExistsError:
             raise SessionLogError(f"{path}: a session log already exists here") from None
-        log = cls(path, header, [], durable)
-        log._fd = fd
-        log._write_line(header.to_json())
-        return log
+        return cls(path, header, [], durable)
 
     @classmethod
     def open(cls, path: Path) -> tuple[SessionLog, LoadReport]:
@@ -231,7 +236,7 @@ def _parse_header(path: Path, raw: bytes) -> SessionHeader:
         if obj.get("format") != LOG_FORMAT:
             raise ValueError("not a contextengine session log")
         version = obj.get("version")
-        if version != ENTRY_FORMAT_VERSION:
+        if version not in READABLE_FORMAT_VERSIONS:
             raise ValueError(f"format version {version} is not supported")
         fields = {k: obj[k] for k in ("session_id", "created", "protocol", "diversity", "version")}
         return SessionHeader(**fields)
@@ -242,7 +247,7 @@ def _parse_header(path: Path, raw: bytes) -> SessionHeader:
 def _parse_record(path: Path, line_no: int, raw: bytes, expected_index: int) -> LogRecord:
     try:
         obj = json.loads(raw)
-        if obj.get("v") != ENTRY_FORMAT_VERSION:
+        if obj.get("v") not in READABLE_FORMAT_VERSIONS:
             raise ValueError(f"record version {obj.get('v')!r} is not supported")
         if obj.get("i") != expected_index:
             raise ValueError(f"index {obj.get('i')!r}, expected {expected_index}")

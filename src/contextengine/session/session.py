@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from contextengine.context.render import RenderStyle, pruned_entry, render_entry
+from contextengine.errors import SessionLogError
+from contextengine.session.durable import write_replacing
 from contextengine.session.entries import Entry, PruneEntry, SummaryEntry
 from contextengine.session.layout import SessionLayout, new_session_id
 from contextengine.session.log import LoadReport, LogRecord, SessionHeader, SessionLog
@@ -43,13 +45,19 @@ class Session:
         session_id: str | None = None,
         style: RenderStyle | None = None,
         durable: bool = True,
+        files: Mapping[str, str] | None = None,
     ) -> Session:
         """Start a new session in ``directory`` (created if needed, must hold no log yet).
 
-        ``durable=False`` skips fsync per append (replays and benchmarks only).
+        ``files`` (name -> text) are written into the folder before the log appears, so
+        a folder with a log always has them whole: a crash at any point leaves either no
+        session or a complete one. ``durable=False`` skips fsync per append (replays and
+        benchmarks only).
         """
         style = style or RenderStyle()
         layout = SessionLayout(Path(directory))
+        if layout.log.exists():
+            raise SessionLogError(f"{layout.log}: a session log already exists here")
         header = SessionHeader(
             session_id=session_id or new_session_id(),
             created=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -57,6 +65,8 @@ class Session:
             diversity=style.diversity,
         )
         layout.artifacts.mkdir(parents=True, exist_ok=True)
+        for name, text in (files or {}).items():
+            write_replacing(layout.directory / name, text.encode("utf-8"), durable)
         return cls(layout, SessionLog.create(layout.log, header, durable), LoadReport())
 
     @classmethod
