@@ -175,7 +175,7 @@ def format_table(rows: Sequence[Row]) -> str:
     base = next((r.cost for r in rows if r.name == "plain-chat"), None)
     head = (
         f"{'framework':26} {'requests':>8} {'chars':>9} {'cached':>7} {'cost':>9} "
-        f"{'x plain':>7} {'tok cost':>9} {'x plain':>7} {'max req':>8} {'tools':>6}  status"
+        f"{'x plain':>7} {'tok cost':>9} {'x plain':>7} {'max tok':>7} {'tools':>6}  status"
     )
     lines = [head, "-" * len(head)]
     for row in rows:
@@ -187,7 +187,7 @@ def format_table(rows: Sequence[Row]) -> str:
         status = "ok" if not row.problems else "; ".join(row.problems)
         lines.append(
             f"{row.name:26} {requests:>8} {c.chars:>9,} {c.cached_share:>7.1%} {c.cost:>9,.0f} "
-            f"{ratio:>7} {c.token_cost:>9,.0f} {token_ratio:>7} {c.max_request_chars:>8,} {c.tools_chars:>6,}  {status}"
+            f"{ratio:>7} {c.token_cost:>9,.0f} {token_ratio:>7} {c.max_request_tokens:>7,} {c.tools_chars:>6,}  {status}"
         )
     return "\n".join(lines)
 

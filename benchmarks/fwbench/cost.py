@@ -113,6 +113,7 @@ class RunCost:
     tokens: int
     token_cost: float
     max_request_chars: int
+    max_request_tokens: int
     tools_chars: int
 
     @property
@@ -132,5 +133,6 @@ class RunCost:
             sum(r.tokens for r in requests),
             sum(r.token_cost for r in requests),
             max((r.chars for r in requests), default=0),
+            max((r.tokens for r in requests), default=0),
             requests[0].tools_chars if requests else 0,
         )

@@ -25,6 +25,7 @@ from fwbench.script import SIDE_REPLY, STEPS, Reply, Voice, reply_for
 MODEL = "fake-model"
 TOOL_FAILURE = re.compile(
     r"(?m)^(error|Error)\b|not a valid tool|unknown tool|invalid arguments|validation error"
+    r"|error occurred|[Tt]ry again"
 )
 """How the frameworks report a tool call they could not run (or a tool that failed)."""
 
