@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import openai
 from pydantic import BaseModel, Field
@@ -22,13 +22,6 @@ from fwbench import task
 
 API_KEY = "sk-fake"
 MODEL = "fake-model"
-
-
-class TodoItem(BaseModel):
-    """One todo item."""
-
-    content: str
-    status: Literal["pending", "in_progress", "done"]
 
 
 class _BaselineTool:
@@ -46,7 +39,8 @@ class _BaselineTool:
         text = getattr(self.workspace, self.name)(**args.model_dump())
         if text.startswith("error:"):
             return ToolOutcome.fail("not_found" if "not found" in text else "no_match", text)
-        if text.startswith("exit code: ") and not text.startswith("exit code: 0\n"):
+        status = text.partition("\n")[0]
+        if status.startswith("exit code: ") and status != "exit code: 0":
             return ToolOutcome.fail("nonzero_exit", text)
         return ToolOutcome.ok(text)
 
@@ -111,7 +105,7 @@ class Todo(_BaselineTool):
     description: ClassVar[str] = task.DESCRIPTIONS["todo"]
 
     class Args(BaseModel):
-        todos: list[TodoItem] = Field(description=task.PARAMETERS["todos"])
+        todos: list[task.TodoItem] = Field(description=task.PARAMETERS["todos"])
 
 
 def peer_toolset(workspace: Path) -> Toolset:
