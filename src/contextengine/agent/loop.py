@@ -47,7 +47,7 @@ from contextengine.errors import ContextEngineError, ProviderError
 from contextengine.measure.usage_log import UsageLog, UsageRecord
 from contextengine.memory.injectors import Injector
 from contextengine.memory.tools import with_memory_tools
-from contextengine.memory.working_memory import WorkingMemory
+from contextengine.memory.working_memory import MEMORY_FILES, WorkingMemory
 from contextengine.providers.base import Provider
 from contextengine.session.entries import (
     AssistantEntry,
@@ -125,7 +125,15 @@ class Agent:
             self.session.directory if self.config.flag("working_memory") else None
         )
         self.tool_context = ToolContext(
-            Workspace(self.workspace, extra_roots=(self.session.directory,)), memory=self.memory
+            Workspace(
+                self.workspace,
+                session_dir=self.session.directory,
+                session_access={
+                    **dict.fromkeys(MEMORY_FILES, "write"),
+                    self.session.layout.artifacts.name: "read",
+                },
+            ),
+            memory=self.memory,
         )
         self.externalizer = Externalizer(
             self.session.layout.artifacts, self.tool_context.workspace.display

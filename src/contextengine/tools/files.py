@@ -1,7 +1,9 @@
 """The file tools (R3.1): read, write, edit, list, glob and grep inside the workspace.
 
-Every refusal (outside the workspace, not found, binary, no match ...) comes back as a
-``ToolOutcome`` error with a literal code, never as an exception.
+Every path goes through ``Workspace.locate`` (descriptor walks, see ``confine``), so no
+tool opens a name it checked earlier. Every refusal (outside the workspace, reserved,
+special file, not found, binary, no match ...) comes back as a ``ToolOutcome`` error
+with a literal code, never as an exception.
 """
 
 from __future__ import annotations
@@ -9,15 +11,28 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Callable
-from pathlib import Path
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from fnmatch import fnmatchcase
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contextengine.tools.base import ErrorCode, ToolOutcome
+from contextengine.tools.confine import (
+    PathRefused,
+    Spot,
+    existing_kind,
+    open_folder,
+    open_regular,
+    read_all,
+    refuse_hard_link,
+    replace_file,
+    tree,
+)
 from contextengine.tools.context import ToolContext
-from contextengine.tools.workspace import OutsideWorkspace
+from contextengine.tools.workspace import Located
 
 BINARY_SNIFF_BYTES = 8192
 LS_MAX_ENTRIES = 1000
@@ -54,26 +69,42 @@ class _FileTool:
             return self._run(args, ctx)
         except _Refusal as refusal:
             return refusal.outcome
-        except OutsideWorkspace as exc:
-            return ToolOutcome.fail("outside_workspace", str(exc))
+        except PathRefused as exc:
+            return ToolOutcome.fail(exc.code, str(exc))
         except OSError as exc:
-            where = ctx.workspace.display(Path(exc.filename)) if exc.filename else self.name
-            return ToolOutcome.fail("io_error", f"{where}: {exc.strerror or exc}")
+            where = f" ({exc.filename})" if exc.filename else ""
+            return ToolOutcome.fail("io_error", f"{self.name}{where}: {exc.strerror or exc}")
 
     def _run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
         raise NotImplementedError
 
 
-def _existing(ctx: ToolContext, path: str) -> tuple[Path, str]:
-    real = ctx.workspace.resolve(path)
-    shown = ctx.workspace.display(real)
-    if not real.exists():
-        raise _Refusal("not_found", f"{shown}: no such file or directory")
-    return real, shown
+def _read_regular(where: Located, directory_hint: str) -> tuple[bytes, os.stat_result]:
+    """The bytes and ``fstat`` of the regular file at ``where``."""
+    try:
+        with open_regular(where.spot, where.shown) as (fd, info):
+            return read_all(fd), info
+    except PathRefused as exc:
+        if exc.code == "is_a_directory":
+            hint = f"{where.shown} is a directory; {directory_hint}"
+            raise _Refusal("is_a_directory", hint) from None
+        raise
 
 
-def _read_text(real: Path, shown: str) -> str:
-    raw = real.read_bytes()
+@contextmanager
+def _open_folder(where: Located) -> Iterator[int]:
+    """A descriptor of the folder at ``where``, refusing a file with a hint."""
+    try:
+        with open_folder(where.spot, where.shown) as fd:
+            yield fd
+    except PathRefused as exc:
+        if exc.code == "not_a_directory":
+            hint = f"{where.shown} is not a directory; use file_read"
+            raise _Refusal("not_a_directory", hint) from None
+        raise
+
+
+def _read_text(raw: bytes, shown: str) -> str:
     if b"\0" in raw[:BINARY_SNIFF_BYTES]:
         raise _Refusal("binary_file", f"{shown} is a binary file; only text files can be read")
     try:
@@ -95,15 +126,13 @@ def number_lines(lines: list[str], first: int) -> list[str]:
     return [f"{n:>6}\t{line}" for n, line in enumerate(lines, first)]
 
 
-def _write_text(real: Path, content: str) -> None:
+def _encode(content: str) -> bytes:
     try:
-        data = content.encode("utf-8")
+        return content.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise _Refusal(
             "invalid_arguments", f"content is not valid Unicode text ({exc.reason})"
         ) from None
-    real.parent.mkdir(parents=True, exist_ok=True)
-    real.write_bytes(data)
 
 
 class FileRead(_FileTool):
@@ -134,11 +163,10 @@ class FileRead(_FileTool):
             return self
 
     def _run(self, args: FileRead.Args, ctx: ToolContext) -> ToolOutcome:
-        real, shown = _existing(ctx, args.path)
-        if real.is_dir():
-            raise _Refusal("is_a_directory", f"{shown} is a directory; use file_ls to list it")
-        mtime = real.stat().st_mtime_ns
-        lines = split_lines(_read_text(real, shown))
+        with ctx.workspace.locate(args.path, "read") as where:
+            raw, info = _read_regular(where, "use file_ls to list it")
+        real, shown, mtime = where.real, where.shown, info.st_mtime_ns
+        lines = split_lines(_read_text(raw, shown))
         total = len(lines)
         start = args.start_line or 1
         if total and start > total:
@@ -198,13 +226,11 @@ class FileWrite(_FileTool):
         content: str = Field(description="The complete new content of the file.")
 
     def _run(self, args: FileWrite.Args, ctx: ToolContext) -> ToolOutcome:
-        real = ctx.workspace.resolve(args.path)
-        shown = ctx.workspace.display(real)
-        if real.is_dir():
-            raise _Refusal("is_a_directory", f"{shown} is a directory; give a file path")
-        existed = real.exists()
-        _write_text(real, args.content)
-        ctx.read_mtimes[str(real)] = real.stat().st_mtime_ns
+        data = _encode(args.content)
+        with ctx.workspace.locate(args.path, "write", create_dirs=True) as where:
+            existed, info = replace_file(where.spot, where.shown, data)
+        shown = where.shown
+        ctx.read_mtimes[str(where.real)] = info.st_mtime_ns
         lines = len(split_lines(args.content))
         size = len(args.content.encode("utf-8"))
         action: Literal["created", "overwritten"] = "overwritten" if existed else "created"
@@ -281,28 +307,14 @@ class FileEdit(_FileTool):
 
     def _run(self, args: FileEdit.Args, ctx: ToolContext) -> ToolOutcome:
         ops = args.operations()
-        real, shown = _existing(ctx, args.path)
-        if real.is_dir():
-            raise _Refusal("is_a_directory", f"{shown} is a directory; give a file path")
-        original = _read_text(real, shown)
-        content, replacements = original, 0
-        for number, op in enumerate(ops, 1):
-            where = f"edit {number} of {len(ops)}: " if len(ops) > 1 else ""
-            unchanged = " No edit was applied." if len(ops) > 1 else ""
-            count = content.count(op.old_text)
-            if count == 0:
-                raise _Refusal("no_match", f"{where}old_text not found in {shown}.{unchanged}")
-            if count > 1 and not op.replace_all:
-                lines = ", ".join(map(str, _occurrence_lines(content, op.old_text)))
-                raise _Refusal(
-                    "ambiguous_match",
-                    f"{where}old_text occurs {count} times in {shown} (lines {lines}); "
-                    f"add surrounding text to make it unique or set replace_all.{unchanged}",
-                )
-            content = content.replace(op.old_text, op.new_text, -1 if op.replace_all else 1)
-            replacements += count if op.replace_all else 1
-        _write_text(real, content)
-        ctx.read_mtimes[str(real)] = real.stat().st_mtime_ns
+        with ctx.workspace.locate(args.path, "write") as where:
+            raw, info = _read_regular(where, "give a file path")
+            refuse_hard_link(info, where.shown)
+            original = _read_text(raw, where.shown)
+            content, replacements = _apply(ops, original, where.shown)
+            info = replace_file(where.spot, where.shown, _encode(content))[1]
+        shown = where.shown
+        ctx.read_mtimes[str(where.real)] = info.st_mtime_ns
         new_lines = split_lines(content)
         ranges = changed_ranges(split_lines(original), new_lines)
         snippets = [_snippet(new_lines, start, end) for start, end in ranges]
@@ -318,6 +330,27 @@ class FileEdit(_FileTool):
             "snippets": snippets,
         }
         return ToolOutcome.ok(text, data)
+
+
+def _apply(ops: list[EditOp], content: str, shown: str) -> tuple[str, int]:
+    """``content`` with every edit applied in order, and the number of replacements."""
+    replacements = 0
+    for number, op in enumerate(ops, 1):
+        where = f"edit {number} of {len(ops)}: " if len(ops) > 1 else ""
+        unchanged = " No edit was applied." if len(ops) > 1 else ""
+        count = content.count(op.old_text)
+        if count == 0:
+            raise _Refusal("no_match", f"{where}old_text not found in {shown}.{unchanged}")
+        if count > 1 and not op.replace_all:
+            lines = ", ".join(map(str, _occurrence_lines(content, op.old_text)))
+            raise _Refusal(
+                "ambiguous_match",
+                f"{where}old_text occurs {count} times in {shown} (lines {lines}); "
+                f"add surrounding text to make it unique or set replace_all.{unchanged}",
+            )
+        content = content.replace(op.old_text, op.new_text, -1 if op.replace_all else 1)
+        replacements += count if op.replace_all else 1
+    return content, replacements
 
 
 def _occurrence_lines(content: str, needle: str) -> list[int]:
@@ -371,11 +404,14 @@ class FileLs(_FileTool):
         )
 
     def _run(self, args: FileLs.Args, ctx: ToolContext) -> ToolOutcome:
-        real, shown = _existing(ctx, args.path)
-        if not real.is_dir():
-            raise _Refusal("not_a_directory", f"{shown} is not a directory; use file_read")
-        with os.scandir(real) as scan:
-            entries = sorted((_ls_entry(e) for e in scan), key=lambda e: e["name"])
+        with ctx.workspace.locate(args.path, "read") as where, _open_folder(where) as fd:
+            shown = where.shown
+            entries = [
+                _ls_entry(kind, dir_fd, name)
+                for parts, kind, dir_fd, name in tree(fd, where.spot.parts, lambda _: False)
+                if not ctx.workspace.hidden(where, parts)
+            ]
+        entries.sort(key=lambda e: e["name"])
         counts = {
             kind: sum(1 for e in entries if e["type"] == kind[:-1])
             for kind in ("dirs", "files", "links")
@@ -396,16 +432,21 @@ class FileLs(_FileTool):
         return ToolOutcome.ok("\n".join(lines), data)
 
 
-def _ls_entry(entry: os.DirEntry[str]) -> dict[str, Any]:
-    if entry.is_symlink():
-        return {"name": entry.name, "type": "link", "size": None, "target": os.readlink(entry)}
-    if entry.is_dir():
-        return {"name": entry.name, "type": "dir", "size": None}
+def _ls_entry(kind: str, dir_fd: int, name: str) -> dict[str, Any]:
     try:
-        size: int | None = entry.stat().st_size
+        if kind == "link":
+            return {
+                "name": name,
+                "type": "link",
+                "size": None,
+                "target": os.readlink(name, dir_fd=dir_fd),
+            }
+        if kind == "dir":
+            return {"name": name, "type": "dir", "size": None}
+        size: int | None = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_size
     except OSError:
-        size = None
-    return {"name": entry.name, "type": "file", "size": size}
+        size = None  # vanished since the listing
+    return {"name": name, "type": "file", "size": size}
 
 
 def format_ls_entry(entry: dict[str, Any]) -> str:
@@ -431,23 +472,17 @@ class FileGlob(_FileTool):
         pattern: str = Field(description="Glob pattern relative to the workspace root.")
 
     def _run(self, args: FileGlob.Args, ctx: ToolContext) -> ToolOutcome:
-        root = ctx.workspace.root
-        if Path(args.pattern).is_absolute():
-            raise _Refusal("invalid_arguments", "pattern must be relative to the workspace root")
-        try:
-            found = list(root.glob(args.pattern))
-        except (ValueError, NotImplementedError) as exc:
-            raise _Refusal(
-                "invalid_arguments", f"invalid glob pattern {args.pattern!r}: {exc}"
-            ) from None
-        inside = sorted(
-            {
-                ctx.workspace.display(p)
-                for p in found
-                if Path(os.path.realpath(p)).is_relative_to(root)
-                and Path(os.path.abspath(p)).is_relative_to(root)
-            }
-        )
+        pattern = _glob_parts(args.pattern)
+        with ctx.workspace.locate(".", "read") as where:
+
+            def descend(parts: tuple[str, ...]) -> bool:
+                return not ctx.workspace.hidden(where, parts) and _could_match(pattern, parts)
+
+            inside = [
+                "/".join(parts)
+                for parts, _kind, _fd, _name in tree(where.spot.dir_fd, (), descend)
+                if not ctx.workspace.hidden(where, parts) and _glob_match(pattern, parts)
+            ]
         kept = inside[:GLOB_MAX_RESULTS]
         text = "\n".join(kept) if kept else f"No paths match {args.pattern!r}."
         if len(inside) > len(kept):
@@ -459,6 +494,42 @@ class FileGlob(_FileTool):
             "truncated": len(inside) > len(kept),
         }
         return ToolOutcome.ok(text, data)
+
+
+def _glob_parts(pattern: str) -> tuple[str, ...]:
+    """The pattern's components (runs of ``**`` merged); refuses absolute and ``..`` ones."""
+    if pattern.startswith("/"):
+        raise _Refusal("invalid_arguments", "pattern must be relative to the workspace root")
+    if "\0" in pattern:
+        raise _Refusal("invalid_arguments", "pattern contains a NUL byte")
+    parts: list[str] = []
+    for part in pattern.split("/"):
+        if part == "..":
+            raise _Refusal("outside_workspace", f"pattern {pattern!r} leaves the workspace (..)")
+        if part not in ("", ".") and not (part == "**" and parts[-1:] == ["**"]):
+            parts.append(part)
+    if not parts:
+        raise _Refusal("invalid_arguments", f"invalid glob pattern {pattern!r}: it is empty")
+    return tuple(parts)
+
+
+def _glob_match(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
+    """Whether a path's components match the pattern's (``**``: zero or more components)."""
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_glob_match(pattern[1:], parts[i:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatchcase(parts[0], pattern[0]) and _glob_match(pattern[1:], parts[1:])
+
+
+def _could_match(pattern: tuple[str, ...], folder: tuple[str, ...]) -> bool:
+    """Whether some path below ``folder`` may match (prunes the walk)."""
+    for depth, name in enumerate(folder):
+        if depth >= len(pattern) or pattern[depth] == "**":
+            return depth < len(pattern)
+        if not fnmatchcase(name, pattern[depth]):
+            return False
+    return len(pattern) > len(folder)
 
 
 class FileGrep(_FileTool):
@@ -482,60 +553,77 @@ class FileGrep(_FileTool):
             raise _Refusal(
                 "invalid_arguments", f"invalid regular expression {args.pattern!r}: {exc}"
             ) from None
-        real, shown = _existing(ctx, args.path)
-        files = [real] if real.is_file() else _walk(real, ctx.workspace.contains)
-        matches, files_hit, truncated = _search(regex, files, ctx.workspace.display)
-        if matches:
-            text = "\n".join(matches)
-            if truncated:
+        search = _Search(regex)
+        with ctx.workspace.locate(args.path, "read") as where:
+            shown = where.shown
+            info = existing_kind(where.spot)
+            if info is None:
+                raise _Refusal("not_found", f"{shown}: no such file or directory")
+            if not stat.S_ISDIR(info.st_mode):
+                search.file(where.spot, shown)
+            else:
+                with _open_folder(where) as fd:
+                    search.folder(ctx, where, fd)
+        if search.matches:
+            text = "\n".join(search.matches)
+            if search.truncated:
                 text += f"\n[search stopped at {GREP_MAX_MATCHES} matches]"
         else:
             text = f"No matches for {args.pattern!r} in {shown}."
         data = {
             "pattern": args.pattern,
             "path": shown,
-            "count": len(matches),
-            "files": files_hit,
-            "matches": matches,
-            "truncated": truncated,
+            "count": len(search.matches),
+            "files": search.files_hit,
+            "matches": search.matches,
+            "truncated": search.truncated,
         }
         return ToolOutcome.ok(text, data)
 
 
-def _walk(top: Path, allowed: Callable[[Path], bool]) -> list[Path]:
-    found = []
-    for folder, dirs, names in os.walk(top):
-        dirs[:] = [d for d in dirs if d not in GREP_SKIP_DIRS]
-        for name in names:
-            path = Path(folder, name)
-            if allowed(path):
-                found.append(path)
-    return found
+class _Search:
+    """The matches of one regex over files met in path order, up to ``GREP_MAX_MATCHES``."""
 
+    def __init__(self, regex: re.Pattern[str]) -> None:
+        self.regex = regex
+        self.matches: list[str] = []
+        self.files_hit = 0
+        self.truncated = False
 
-def _search(
-    regex: re.Pattern[str], files: list[Path], display: Callable[[Path], str]
-) -> tuple[list[str], int, bool]:
-    matches: list[str] = []
-    files_hit = 0
-    for shown, path in sorted((display(p), p) for p in files):
-        try:
-            raw = path.read_bytes()
-        except OSError:
-            continue
+    def folder(self, ctx: ToolContext, where: Located, fd: int) -> None:
+        """Search every regular file below the folder, skipping reserved and noise folders."""
+
+        def descend(parts: tuple[str, ...]) -> bool:
+            return parts[-1] not in GREP_SKIP_DIRS and not ctx.workspace.hidden(where, parts)
+
+        root = where.zone.tree.root
+        for parts, kind, dir_fd, name in tree(fd, where.spot.parts, descend):
+            if kind != "file" or ctx.workspace.hidden(where, parts):
+                continue
+            try:
+                self.file(Spot(dir_fd, name, parts), ctx.workspace.display(root.joinpath(*parts)))
+            except (PathRefused, OSError):
+                continue  # swapped or vanished since the listing
+            if self.truncated:
+                return
+
+    def file(self, spot: Spot, shown: str) -> None:
+        """Add the matching lines of one regular file (binary files are skipped)."""
+        with open_regular(spot, shown) as (fd, _info):
+            raw = read_all(fd)
         if b"\0" in raw[:BINARY_SNIFF_BYTES]:
-            continue
+            return
         hit = False
         for number, line in enumerate(raw.decode("utf-8", errors="replace").split("\n"), 1):
-            if not regex.search(line):
+            if not self.regex.search(line):
                 continue
-            if len(matches) == GREP_MAX_MATCHES:
-                return matches, files_hit, True
+            if len(self.matches) == GREP_MAX_MATCHES:
+                self.truncated = True
+                return
             line = line.rstrip("\r")
             if len(line) > GREP_MAX_LINE_CHARS:
                 cut = len(line) - GREP_MAX_LINE_CHARS
                 line = f"{line[:GREP_MAX_LINE_CHARS]}[... {cut} chars cut]"
-            matches.append(f"{shown}:{number}:{line}")
-            files_hit += not hit
+            self.matches.append(f"{shown}:{number}:{line}")
+            self.files_hit += not hit
             hit = True
-    return matches, files_hit, False
