@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from contextengine.tools.context import ToolContext
-from contextengine.tools.files import GREP_MAX_MATCHES
+from contextengine.tools.file_search import GREP_MAX_MATCHES
 
 # --- file_read ---------------------------------------------------------------
 
