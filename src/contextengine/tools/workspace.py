@@ -65,12 +65,13 @@ class Workspace:
         tree = ConfinedRoot(self.root, f"the workspace {self.root}")
         self.session_dir = Path(os.path.realpath(session_dir)) if session_dir else None
         self.session_access = dict(session_access or {})
-        inside = self.session_dir is not None and self.session_dir.is_relative_to(self.root)
-        session_parts = self.session_dir.relative_to(self.root).parts if inside else None
-        self._main = _Zone(tree, session_parts, True)  # type: ignore[union-attr]
+        session_parts: tuple[str, ...] | None = None
         self._session: _Zone | None = None
-        if self.session_dir is not None and not inside:
+        if self.session_dir is not None and self.session_dir.is_relative_to(self.root):
+            session_parts = self.session_dir.relative_to(self.root).parts
+        elif self.session_dir is not None:
             self._session = _Zone(ConfinedRoot(self.session_dir, "the session folder"), (), False)
+        self._main = _Zone(tree, session_parts, True)
 
     @contextmanager
     def locate(self, path: str, access: Access, create_dirs: bool = False) -> Iterator[Located]:
