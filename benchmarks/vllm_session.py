@@ -61,7 +61,8 @@ from contextengine.context.request import Request
 from contextengine.local.tiny_model import TinyModelConfig, build_tiny_model
 from contextengine.providers.openai_compatible import SESSION_HEADER, OpenAICompatibleProvider
 from contextengine.tools.base import Tool
-from contextengine.tools.files import FileEdit, FileGlob, FileGrep, FileLs, FileRead, FileWrite
+from contextengine.tools.file_search import FileGlob, FileGrep, FileLs
+from contextengine.tools.files import FileEdit, FileRead, FileWrite
 from contextengine.tools.registry import Toolset
 from contextengine.tools.shell import ShellExec
 from contextengine.tools.todo import TodoWrite

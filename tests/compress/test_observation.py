@@ -19,7 +19,9 @@ class Harness:
 
     def __init__(self, root: Path, session_dir: Path) -> None:
         self.session_dir = session_dir
-        self.workspace = Workspace(root, extra_roots=(session_dir,))
+        self.workspace = Workspace(
+            root, session_dir=session_dir, session_access={"artifacts": "read"}
+        )
         self.ctx = ToolContext(self.workspace)
         self.toolset = default_toolset()
         self.externalizer = Externalizer(session_dir / "artifacts", self.workspace.display)

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from contextengine.tools.context import ToolContext
-from contextengine.tools.files import GREP_MAX_MATCHES
+from contextengine.tools.file_search import GREP_MAX_MATCHES
 
 # --- file_read ---------------------------------------------------------------
 
@@ -130,7 +130,7 @@ def test_write_refusals(root: Path, run) -> None:
     assert not (root.parent / "escape.txt").exists()
     (root / "afile").write_text("")
     blocked = run("file_write", path="afile/child.txt", content="x")
-    assert blocked.error.code == "io_error"
+    assert blocked.error.code == "not_a_directory"
 
 
 # --- file_edit ---------------------------------------------------------------
@@ -267,7 +267,7 @@ def test_glob_recursive_sorted_and_confined(root: Path, run) -> None:
     assert out.data["matches"] == ["src/a.py", "src/b.py", "src/deep/c.py", "z.py"]
     assert out.data["count"] == 4
     assert out.text.splitlines() == out.data["matches"]
-    assert run("file_glob", pattern="../outside/*").data["matches"] == []
+    assert run("file_glob", pattern="../outside/*").error.code == "outside_workspace"
     assert run("file_glob", pattern="escape/*").data["matches"] == []
     assert run("file_glob", pattern="*.nothing").text == "No paths match '*.nothing'."
 

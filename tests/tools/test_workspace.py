@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from contextengine.errors import WorkspaceError
-from contextengine.tools.workspace import OutsideWorkspace, Workspace
+from contextengine.tools.workspace import OutsideWorkspace, PathRefused, Workspace
 
 
 @pytest.fixture
@@ -46,14 +46,29 @@ def test_symlink_pointing_outside_is_refused(ws: Workspace) -> None:
     assert ws.resolve("inner") == ws.root / "src"
 
 
-def test_extra_root_is_readable(tmp_path: Path) -> None:
-    sessions = tmp_path / "sessions"
-    sessions.mkdir()
-    ws = Workspace(tmp_path / "ws", extra_roots=(sessions,))
-    target = sessions / "s1" / "task_plan.md"
-    assert ws.resolve(str(target)) == target
-    assert ws.contains(target)
-    assert not ws.contains(tmp_path / "elsewhere")
+def test_session_folder_outside_is_readable_only_for_its_readable_names(tmp_path: Path) -> None:
+    session = tmp_path / "sessions" / "s1"
+    (session / "artifacts").mkdir(parents=True)
+    ws = Workspace(
+        tmp_path / "ws",
+        session_dir=session,
+        session_access={"task_plan.md": "write", "artifacts": "read"},
+    )
+    plan = session / "task_plan.md"
+    assert ws.resolve(str(plan)) == plan
+    assert ws.resolve(str(session / "artifacts" / "a.txt")) == session / "artifacts" / "a.txt"
+    with pytest.raises(PathRefused) as info:
+        ws.resolve(str(session / "session.jsonl"))
+    assert info.value.code == "reserved_path"
+    with pytest.raises(OutsideWorkspace):
+        ws.resolve(str(tmp_path / "elsewhere"))
+
+
+def test_engine_folder_inside_the_workspace_is_reserved(ws: Workspace) -> None:
+    (ws.root / ".contextengine").mkdir()
+    with pytest.raises(PathRefused) as info:
+        ws.resolve(".contextengine/sessions/x/session.jsonl")
+    assert info.value.code == "reserved_path"
 
 
 def test_display_is_relative_inside_and_absolute_outside(ws: Workspace) -> None:

@@ -57,7 +57,7 @@ from contextengine.session.entries import (
 from contextengine.session.session import Session
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import error_tail
-from contextengine.tools.workspace import OutsideWorkspace, Workspace
+from contextengine.tools.workspace import PathRefused, Workspace
 from contextengine.types import ToolCall
 
 logger = logging.getLogger(__name__)
@@ -268,7 +268,7 @@ class DefaultHarness:
             return False
         try:
             return self.workspace.resolve(path).is_file()
-        except OutsideWorkspace:
+        except (PathRefused, OSError):
             return False
 
     def _log_call(self, call: ToolCall, arguments: dict[str, Any], outcome: ToolOutcome) -> None:

@@ -51,7 +51,7 @@ from contextengine.memory.injectors import Injector
 from contextengine.memory.reboot import REBOOT_NOTICE
 from contextengine.memory.rules import STRIKE_RULE
 from contextengine.memory.tools import with_memory_tools
-from contextengine.memory.working_memory import WorkingMemory
+from contextengine.memory.working_memory import MEMORY_FILES, WorkingMemory
 from contextengine.providers.base import Provider
 from contextengine.session.entries import (
     AssistantEntry,
@@ -132,7 +132,14 @@ class Agent:
             self.session.directory if self.config.flag("working_memory") else None
         )
         self.tool_context = ToolContext(
-            Workspace(self.workspace, extra_roots=(self.session.directory,)),
+            Workspace(
+                self.workspace,
+                session_dir=self.session.directory,
+                session_access={
+                    **dict.fromkeys(MEMORY_FILES, "write"),
+                    self.session.layout.artifacts.name: "read",
+                },
+            ),
             memory=self.memory,
             sandbox=SandboxPolicy.from_config(
                 self.config,

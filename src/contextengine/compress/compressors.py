@@ -16,7 +16,8 @@ from typing import Any, Literal
 from contextengine.context.canonical import canonical_json
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import TRACEBACK_HEADER, error_tail
-from contextengine.tools.files import format_ls_entry, number_lines, split_lines
+from contextengine.tools.file_search import format_ls_entry
+from contextengine.tools.files import number_lines, split_lines
 
 Category = Literal["read", "write", "edit", "ls", "glob", "grep", "shell", "todo", "other"]
 

@@ -1,47 +1,75 @@
-"""Layer L2: the project's ``CODE_LAW.md`` (any letter case), read at every build (R7.1)."""
+"""Layer L2: the project's ``CODE_LAW.md`` (any letter case), read at every build (R7.1).
+
+The file is opened through ``confine`` like every tool path: a symlink may point to
+another file inside the project, but one that leads outside it (or a FIFO, device or
+other non-regular file) is not read; a warning names it once.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
+from contextengine.tools.confine import ConfinedRoot, PathRefused, open_regular, read_all
+
 CODE_LAW_NAME = "code_law.md"
+
+log = logging.getLogger(__name__)
 
 
 class CodeLawReader:
     """Finds and reads the project-root rules file; the only I/O the context package does."""
 
     def __init__(self, project_root: Path | None) -> None:
-        self._root = project_root
+        self._tree = ConfinedRoot(project_root, "the project") if project_root else None
         self._name: str | None = None
         self._dir_mtime: int | None = None
+        self._warned: set[str] = set()
 
     def read(self) -> tuple[str, str] | None:
         """``(file name, text)`` of the rules file, or ``None`` when there is none."""
-        if self._root is None:
+        if self._tree is None:
             return None
         if self._name is not None:
-            try:
-                return self._name, (self._root / self._name).read_text(encoding="utf-8")
-            except FileNotFoundError:
-                self._name = None
-        self._rescan()
+            text = self._read(self._tree, self._name)
+            if text is not None:
+                return self._name, text
+            self._name = None
+        self._rescan(self._tree.root)
         if self._name is None:
             return None
+        text = self._read(self._tree, self._name)
+        return None if text is None else (self._name, text)
+
+    def _read(self, tree: ConfinedRoot, name: str) -> str | None:
         try:
-            return self._name, (self._root / self._name).read_text(encoding="utf-8")
+            with tree.locate(name, [name]) as spot, open_regular(spot, name) as (fd, _):
+                raw = read_all(fd)
         except FileNotFoundError:
             return None
+        except (PathRefused, OSError) as problem:
+            missing = isinstance(problem, PathRefused) and problem.code == "not_found"
+            if not missing and name not in self._warned:
+                self._warned.add(name)
+                log.warning("%s is not used as the code law: %s", name, problem)
+            return None
+        self._warned.discard(name)
+        return raw.decode("utf-8")
 
-    def _rescan(self) -> None:
+    def _rescan(self, root: Path) -> None:
         # Listing the root costs more than a read; redo it only when the folder changed.
         try:
-            mtime = os.stat(self._root).st_mtime_ns  # type: ignore[arg-type]
+            mtime = os.stat(root).st_mtime_ns
         except FileNotFoundError:
             return
         if mtime == self._dir_mtime:
             return
         self._dir_mtime = mtime
-        with os.scandir(self._root) as it:  # type: ignore[arg-type]
-            names = sorted(e.name for e in it if e.name.lower() == CODE_LAW_NAME and e.is_file())
+        with os.scandir(root) as it:
+            names = sorted(
+                e.name
+                for e in it
+                if e.name.lower() == CODE_LAW_NAME and (e.is_file() or e.is_symlink())
+            )
         self._name = names[0] if names else None

@@ -1,18 +1,30 @@
 """Files of a session the API serves: the working-memory files and the artifacts.
 
-Every path from a client is resolved (symlinks included) and must stay inside the folder
-it names; anything else is refused before a byte is read.
+Every file is opened through ``confine`` from a descriptor of the session folder with
+symlinks refused outright (the agent's shell can plant them), so nothing outside the
+folder it names is ever read, and only regular files are served.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from contextengine.memory.working_memory import MEMORY_FILES
 from contextengine.server.errors import ApiError
+from contextengine.tools.confine import (
+    ConfinedRoot,
+    PathRefused,
+    open_folder,
+    open_regular,
+    read_all,
+    split_path,
+    tree,
+)
 
 MAX_ARTIFACT_BYTES = 1_000_000
+_MISSING = frozenset({"not_found", "is_a_directory", "not_a_directory"})
 
 
 @dataclass(frozen=True)
@@ -58,49 +70,77 @@ def read_memory_file(session_dir: Path, name: str) -> MemoryFile:
 
 
 def list_artifacts(artifacts: Path) -> list[ArtifactEntry]:
-    """Every regular file under ``artifacts`` that resolves inside it, sorted by path."""
-    if not artifacts.is_dir():
+    """Every regular file under ``artifacts`` reached without a symlink, sorted by path."""
+    folder = _session_tree(artifacts.parent, "the session's artifacts")
+    try:
+        with (
+            folder.locate(artifacts.name, [artifacts.name]) as spot,
+            open_folder(spot, artifacts.name) as fd,
+        ):
+            return [
+                ArtifactEntry(
+                    "/".join(parts), os.stat(name, dir_fd=at, follow_symlinks=False).st_size
+                )
+                for parts, kind, at, name in tree(fd, (), lambda _: True)
+                if kind == "file"
+            ]
+    except (PathRefused, FileNotFoundError):
         return []
-    base = artifacts.resolve()
-    found = []
-    for path in artifacts.rglob("*"):
-        resolved = path.resolve()
-        if resolved.is_file() and resolved.is_relative_to(base):
-            found.append(
-                ArtifactEntry(path.relative_to(artifacts).as_posix(), resolved.stat().st_size)
-            )
-    return sorted(found, key=lambda a: a.path)
 
 
 def read_artifact(artifacts: Path, relative: str) -> ArtifactContent:
     """One artifact by its relative path; paths leaving ``artifacts`` are refused."""
-    path = resolve_inside(artifacts, relative, "the session's artifacts")
-    if not path.is_file():
-        raise ApiError(404, f"no artifact {relative!r} in this session")
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        data = fh.read(MAX_ARTIFACT_BYTES)
+    parts = _relative_parts(relative, "the session's artifacts")
+    folder = _session_tree(artifacts.parent, "the session's artifacts")
+    try:
+        with (
+            folder.locate(relative, [artifacts.name, *parts]) as spot,
+            open_regular(spot, relative) as (fd, info),
+        ):
+            data = read_all(fd, MAX_ARTIFACT_BYTES)
+    except PathRefused as refused:
+        if refused.code in _MISSING:
+            raise ApiError(404, f"no artifact {relative!r} in this session") from None
+        raise _forbidden(relative, "the session's artifacts", refused) from None
+    size = info.st_size
     if b"\x00" in data:
         return ArtifactContent(relative, size, None, size > len(data), True)
     text = data.decode("utf-8", errors="replace")
     return ArtifactContent(relative, size, text, size > len(data), False)
 
 
-def resolve_inside(base: Path, relative: str, what: str) -> Path:
-    """``base / relative`` resolved, or a 403 when it would leave ``base``."""
-    if not relative or "\x00" in relative:
+def _relative_parts(relative: str, what: str) -> list[str]:
+    """The components of a client's relative path; ``..`` and absolute paths are refused."""
+    try:
+        absolute, parts = split_path(relative)
+    except PathRefused:
+        raise ApiError(400, f"bad path {relative[:200]!r}") from None
+    if not parts:
         raise ApiError(400, f"bad path {relative!r}")
-    root = base.resolve()
-    candidate = (root / relative).resolve()
-    if not candidate.is_relative_to(root):
+    if absolute or ".." in parts:
         raise ApiError(403, f"path {relative!r} is outside {what}")
-    return candidate
+    return parts
+
+
+def _session_tree(folder: Path, what: str) -> ConfinedRoot:
+    return ConfinedRoot(folder, what, follow_symlinks=False)
+
+
+def _forbidden(relative: str, what: str, refused: PathRefused) -> ApiError:
+    if refused.code in ("symlink", "outside_workspace"):
+        return ApiError(403, f"path {relative!r} is outside {what} (it goes through a symlink)")
+    return ApiError(403, f"path {relative!r} is not served: {refused}")
 
 
 def _read_memory(session_dir: Path, name: str) -> str | None:
-    # The agent's shell can plant a symlink, so even fixed names are resolved and checked.
-    path = resolve_inside(session_dir, name, "the session folder")
+    folder = _session_tree(session_dir, "the session folder")
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except (FileNotFoundError, IsADirectoryError):
-        return None
+        with folder.locate(name, [name]) as spot, open_regular(spot, name) as (fd, _):
+            data = read_all(fd)
+    except PathRefused as refused:
+        if refused.code in _MISSING:
+            return None
+        raise _forbidden(name, "the session folder", refused) from None
+    except FileNotFoundError:
+        return None  # no session folder (yet)
+    return data.decode("utf-8", errors="replace")

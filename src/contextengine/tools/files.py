@@ -1,47 +1,52 @@
-"""The file tools (R3.1): read, write, edit, list, glob and grep inside the workspace.
+"""The file tools (R3.1) that read and change one file: read, write and edit.
 
-Every refusal (outside the workspace, not found, binary, no match ...) comes back as a
-``ToolOutcome`` error with a literal code, never as an exception.
+``file_search`` holds the ones that list and search (ls, glob, grep) on the same base.
+
+Every path goes through ``Workspace.locate`` (descriptor walks, see ``confine``), so no
+tool opens a name it checked earlier. Every refusal (outside the workspace, reserved,
+special file, not found, binary, no match ...) comes back as a ``ToolOutcome`` error
+with a literal code, never as an exception.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import re
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contextengine.tools.base import ErrorCode, ToolOutcome
+from contextengine.tools.confine import (
+    PathRefused,
+    open_regular,
+    read_all,
+    refuse_hard_link,
+    replace_file,
+)
 from contextengine.tools.context import ToolContext
-from contextengine.tools.workspace import OutsideWorkspace
+from contextengine.tools.workspace import Located
 
 BINARY_SNIFF_BYTES = 8192
-LS_MAX_ENTRIES = 1000
-GLOB_MAX_RESULTS = 1000
-GREP_MAX_MATCHES = 1000
-GREP_MAX_LINE_CHARS = 500
-GREP_SKIP_DIRS = frozenset({".git", ".contextengine", "node_modules", "__pycache__"})
 SNIPPET_CONTEXT_LINES = 3
 SNIPPET_MAX_CHANGED_LINES = 20
 
 
-class _Refusal(Exception):
-    """Carries an error outcome out of a helper; never leaves this module."""
+class Refusal(Exception):
+    """Carries an error outcome out of a helper; ``FileTool.run`` turns it into a value."""
 
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.outcome = ToolOutcome.fail(code, message)
 
 
-class _Args(BaseModel):
+class StrictArgs(BaseModel):
+    """Tool arguments that refuse unknown keys."""
+
     model_config = ConfigDict(extra="forbid")
 
 
-class _FileTool:
+class FileTool:
     """Runs a file tool body and turns refusals and OS errors into error outcomes."""
 
     name: ClassVar[str]
@@ -52,34 +57,37 @@ class _FileTool:
         """Execute with validated arguments inside the context's workspace."""
         try:
             return self._run(args, ctx)
-        except _Refusal as refusal:
+        except Refusal as refusal:
             return refusal.outcome
-        except OutsideWorkspace as exc:
-            return ToolOutcome.fail("outside_workspace", str(exc))
+        except PathRefused as exc:
+            return ToolOutcome.fail(exc.code, str(exc))
         except OSError as exc:
-            where = ctx.workspace.display(Path(exc.filename)) if exc.filename else self.name
-            return ToolOutcome.fail("io_error", f"{where}: {exc.strerror or exc}")
+            where = f" ({exc.filename})" if exc.filename else ""
+            return ToolOutcome.fail("io_error", f"{self.name}{where}: {exc.strerror or exc}")
 
     def _run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
         raise NotImplementedError
 
 
-def _existing(ctx: ToolContext, path: str) -> tuple[Path, str]:
-    real = ctx.workspace.resolve(path)
-    shown = ctx.workspace.display(real)
-    if not real.exists():
-        raise _Refusal("not_found", f"{shown}: no such file or directory")
-    return real, shown
+def _read_regular(where: Located, directory_hint: str) -> tuple[bytes, os.stat_result]:
+    """The bytes and ``fstat`` of the regular file at ``where``."""
+    try:
+        with open_regular(where.spot, where.shown) as (fd, info):
+            return read_all(fd), info
+    except PathRefused as exc:
+        if exc.code == "is_a_directory":
+            hint = f"{where.shown} is a directory; {directory_hint}"
+            raise Refusal("is_a_directory", hint) from None
+        raise
 
 
-def _read_text(real: Path, shown: str) -> str:
-    raw = real.read_bytes()
+def _read_text(raw: bytes, shown: str) -> str:
     if b"\0" in raw[:BINARY_SNIFF_BYTES]:
-        raise _Refusal("binary_file", f"{shown} is a binary file; only text files can be read")
+        raise Refusal("binary_file", f"{shown} is a binary file; only text files can be read")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise _Refusal("binary_file", f"{shown} is not UTF-8 text; it cannot be read") from None
+        raise Refusal("binary_file", f"{shown} is not UTF-8 text; it cannot be read") from None
 
 
 def split_lines(text: str) -> list[str]:
@@ -95,18 +103,16 @@ def number_lines(lines: list[str], first: int) -> list[str]:
     return [f"{n:>6}\t{line}" for n, line in enumerate(lines, first)]
 
 
-def _write_text(real: Path, content: str) -> None:
+def _encode(content: str) -> bytes:
     try:
-        data = content.encode("utf-8")
+        return content.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise _Refusal(
+        raise Refusal(
             "invalid_arguments", f"content is not valid Unicode text ({exc.reason})"
         ) from None
-    real.parent.mkdir(parents=True, exist_ok=True)
-    real.write_bytes(data)
 
 
-class FileRead(_FileTool):
+class FileRead(FileTool):
     """``file_read``: numbered lines of a text file, with its mtime (R7.6)."""
 
     name: ClassVar[str] = "file_read"
@@ -116,7 +122,7 @@ class FileRead(_FileTool):
         "carries the file's mtime; a re-read notes when the file changed since you last read it."
     )
 
-    class Args(_Args):
+    class Args(StrictArgs):
         path: str = Field(description="File path relative to the workspace.")
         start_line: int | None = Field(
             None, ge=1, description="First line to read, 1-based. Default: 1."
@@ -134,15 +140,14 @@ class FileRead(_FileTool):
             return self
 
     def _run(self, args: FileRead.Args, ctx: ToolContext) -> ToolOutcome:
-        real, shown = _existing(ctx, args.path)
-        if real.is_dir():
-            raise _Refusal("is_a_directory", f"{shown} is a directory; use file_ls to list it")
-        mtime = real.stat().st_mtime_ns
-        lines = split_lines(_read_text(real, shown))
+        with ctx.workspace.locate(args.path, "read") as where:
+            raw, info = _read_regular(where, "use file_ls to list it")
+        real, shown, mtime = where.real, where.shown, info.st_mtime_ns
+        lines = split_lines(_read_text(raw, shown))
         total = len(lines)
         start = args.start_line or 1
         if total and start > total:
-            raise _Refusal(
+            raise Refusal(
                 "invalid_arguments",
                 f"start_line {start} is past the end of {shown} ({total} lines)",
             )
@@ -184,7 +189,7 @@ def _capped(numbered: list[str], cap: int) -> tuple[str, int]:
     return "\n".join(kept), last
 
 
-class FileWrite(_FileTool):
+class FileWrite(FileTool):
     """``file_write``: create or overwrite a file with the given content."""
 
     name: ClassVar[str] = "file_write"
@@ -193,18 +198,16 @@ class FileWrite(_FileTool):
         "folders as needed. Overwrites an existing file."
     )
 
-    class Args(_Args):
+    class Args(StrictArgs):
         path: str = Field(description="File path relative to the workspace.")
         content: str = Field(description="The complete new content of the file.")
 
     def _run(self, args: FileWrite.Args, ctx: ToolContext) -> ToolOutcome:
-        real = ctx.workspace.resolve(args.path)
-        shown = ctx.workspace.display(real)
-        if real.is_dir():
-            raise _Refusal("is_a_directory", f"{shown} is a directory; give a file path")
-        existed = real.exists()
-        _write_text(real, args.content)
-        ctx.read_mtimes[str(real)] = real.stat().st_mtime_ns
+        data = _encode(args.content)
+        with ctx.workspace.locate(args.path, "write", create_dirs=True) as where:
+            existed, info = replace_file(where.spot, where.shown, data)
+        shown = where.shown
+        ctx.read_mtimes[str(where.real)] = info.st_mtime_ns
         lines = len(split_lines(args.content))
         size = len(args.content.encode("utf-8"))
         action: Literal["created", "overwritten"] = "overwritten" if existed else "created"
@@ -213,7 +216,7 @@ class FileWrite(_FileTool):
         return ToolOutcome.ok(f"{verb} {shown} ({lines} lines, {size} bytes).", data)
 
 
-class EditOp(_Args):
+class EditOp(StrictArgs):
     """One exact replacement of a multi-edit."""
 
     old_text: str = Field(min_length=1, description="Exact text to replace, whitespace included.")
@@ -235,7 +238,7 @@ def _check_change(old_text: str, new_text: str) -> None:
         raise ValueError("old_text and new_text are identical; nothing would change")
 
 
-class FileEdit(_FileTool):
+class FileEdit(FileTool):
     """``file_edit``: exact text replacement, one edit or several applied all-or-nothing."""
 
     name: ClassVar[str] = "file_edit"
@@ -245,7 +248,7 @@ class FileEdit(_FileTool):
         "applied in order and either all succeed or the file is left unchanged."
     )
 
-    class Args(_Args):
+    class Args(StrictArgs):
         path: str = Field(description="File path relative to the workspace.")
         old_text: str | None = Field(
             None, description="Exact text to replace, whitespace included."
@@ -281,28 +284,14 @@ class FileEdit(_FileTool):
 
     def _run(self, args: FileEdit.Args, ctx: ToolContext) -> ToolOutcome:
         ops = args.operations()
-        real, shown = _existing(ctx, args.path)
-        if real.is_dir():
-            raise _Refusal("is_a_directory", f"{shown} is a directory; give a file path")
-        original = _read_text(real, shown)
-        content, replacements = original, 0
-        for number, op in enumerate(ops, 1):
-            where = f"edit {number} of {len(ops)}: " if len(ops) > 1 else ""
-            unchanged = " No edit was applied." if len(ops) > 1 else ""
-            count = content.count(op.old_text)
-            if count == 0:
-                raise _Refusal("no_match", f"{where}old_text not found in {shown}.{unchanged}")
-            if count > 1 and not op.replace_all:
-                lines = ", ".join(map(str, _occurrence_lines(content, op.old_text)))
-                raise _Refusal(
-                    "ambiguous_match",
-                    f"{where}old_text occurs {count} times in {shown} (lines {lines}); "
-                    f"add surrounding text to make it unique or set replace_all.{unchanged}",
-                )
-            content = content.replace(op.old_text, op.new_text, -1 if op.replace_all else 1)
-            replacements += count if op.replace_all else 1
-        _write_text(real, content)
-        ctx.read_mtimes[str(real)] = real.stat().st_mtime_ns
+        with ctx.workspace.locate(args.path, "write") as where:
+            raw, info = _read_regular(where, "give a file path")
+            refuse_hard_link(info, where.shown)
+            original = _read_text(raw, where.shown)
+            content, replacements = _apply(ops, original, where.shown)
+            info = replace_file(where.spot, where.shown, _encode(content))[1]
+        shown = where.shown
+        ctx.read_mtimes[str(where.real)] = info.st_mtime_ns
         new_lines = split_lines(content)
         ranges = changed_ranges(split_lines(original), new_lines)
         snippets = [_snippet(new_lines, start, end) for start, end in ranges]
@@ -318,6 +307,27 @@ class FileEdit(_FileTool):
             "snippets": snippets,
         }
         return ToolOutcome.ok(text, data)
+
+
+def _apply(ops: list[EditOp], content: str, shown: str) -> tuple[str, int]:
+    """``content`` with every edit applied in order, and the number of replacements."""
+    replacements = 0
+    for number, op in enumerate(ops, 1):
+        where = f"edit {number} of {len(ops)}: " if len(ops) > 1 else ""
+        unchanged = " No edit was applied." if len(ops) > 1 else ""
+        count = content.count(op.old_text)
+        if count == 0:
+            raise Refusal("no_match", f"{where}old_text not found in {shown}.{unchanged}")
+        if count > 1 and not op.replace_all:
+            lines = ", ".join(map(str, _occurrence_lines(content, op.old_text)))
+            raise Refusal(
+                "ambiguous_match",
+                f"{where}old_text occurs {count} times in {shown} (lines {lines}); "
+                f"add surrounding text to make it unique or set replace_all.{unchanged}",
+            )
+        content = content.replace(op.old_text, op.new_text, -1 if op.replace_all else 1)
+        replacements += count if op.replace_all else 1
+    return content, replacements
 
 
 def _occurrence_lines(content: str, needle: str) -> list[int]:
@@ -354,188 +364,3 @@ def _snippet(lines: list[str], start: int, end: int) -> str:
     if last_changed < end:
         numbered.append(f"[... {end - last_changed} more changed lines]")
     return "\n".join(numbered)
-
-
-class FileLs(_FileTool):
-    """``file_ls``: the entries of a directory, sorted, with type and size."""
-
-    name: ClassVar[str] = "file_ls"
-    description: ClassVar[str] = (
-        "List a directory of the workspace: sorted entries with their type (file, dir, link) "
-        "and size in bytes."
-    )
-
-    class Args(_Args):
-        path: str = Field(
-            ".", description="Directory relative to the workspace. Default: its root."
-        )
-
-    def _run(self, args: FileLs.Args, ctx: ToolContext) -> ToolOutcome:
-        real, shown = _existing(ctx, args.path)
-        if not real.is_dir():
-            raise _Refusal("not_a_directory", f"{shown} is not a directory; use file_read")
-        with os.scandir(real) as scan:
-            entries = sorted((_ls_entry(e) for e in scan), key=lambda e: e["name"])
-        counts = {
-            kind: sum(1 for e in entries if e["type"] == kind[:-1])
-            for kind in ("dirs", "files", "links")
-        }
-        kept = entries[:LS_MAX_ENTRIES]
-        lines = [
-            f"{shown}: {counts['dirs']} dirs, {counts['files']} files, {counts['links']} links"
-        ]
-        lines += [format_ls_entry(e) for e in kept]
-        if len(entries) > len(kept):
-            lines.append(f"[... {len(entries) - len(kept)} more entries not listed]")
-        data = {
-            "dir": shown,
-            "counts": counts,
-            "entries": kept,
-            "truncated": len(entries) > len(kept),
-        }
-        return ToolOutcome.ok("\n".join(lines), data)
-
-
-def _ls_entry(entry: os.DirEntry[str]) -> dict[str, Any]:
-    if entry.is_symlink():
-        return {"name": entry.name, "type": "link", "size": None, "target": os.readlink(entry)}
-    if entry.is_dir():
-        return {"name": entry.name, "type": "dir", "size": None}
-    try:
-        size: int | None = entry.stat().st_size
-    except OSError:
-        size = None
-    return {"name": entry.name, "type": "file", "size": size}
-
-
-def format_ls_entry(entry: dict[str, Any]) -> str:
-    """One listing line: ``name/`` for a dir, ``name  (N bytes)``, ``name -> target``."""
-    if entry["type"] == "dir":
-        return f"{entry['name']}/"
-    if entry["type"] == "link":
-        return f"{entry['name']} -> {entry.get('target', '?')}"
-    size = "?" if entry.get("size") is None else entry["size"]
-    return f"{entry['name']}  ({size} bytes)"
-
-
-class FileGlob(_FileTool):
-    """``file_glob``: workspace paths matching a glob pattern, sorted."""
-
-    name: ClassVar[str] = "file_glob"
-    description: ClassVar[str] = (
-        "Find workspace paths matching a glob pattern relative to the workspace root, e.g. "
-        "`src/**/*.py` (`**` matches any number of folders). Results are sorted."
-    )
-
-    class Args(_Args):
-        pattern: str = Field(description="Glob pattern relative to the workspace root.")
-
-    def _run(self, args: FileGlob.Args, ctx: ToolContext) -> ToolOutcome:
-        root = ctx.workspace.root
-        if Path(args.pattern).is_absolute():
-            raise _Refusal("invalid_arguments", "pattern must be relative to the workspace root")
-        try:
-            found = list(root.glob(args.pattern))
-        except (ValueError, NotImplementedError) as exc:
-            raise _Refusal(
-                "invalid_arguments", f"invalid glob pattern {args.pattern!r}: {exc}"
-            ) from None
-        inside = sorted(
-            {
-                ctx.workspace.display(p)
-                for p in found
-                if Path(os.path.realpath(p)).is_relative_to(root)
-                and Path(os.path.abspath(p)).is_relative_to(root)
-            }
-        )
-        kept = inside[:GLOB_MAX_RESULTS]
-        text = "\n".join(kept) if kept else f"No paths match {args.pattern!r}."
-        if len(inside) > len(kept):
-            text += f"\n[... {len(inside) - len(kept)} more paths not listed]"
-        data = {
-            "pattern": args.pattern,
-            "count": len(inside),
-            "matches": kept,
-            "truncated": len(inside) > len(kept),
-        }
-        return ToolOutcome.ok(text, data)
-
-
-class FileGrep(_FileTool):
-    """``file_grep``: lines matching a Python regular expression, as ``file:line:text``."""
-
-    name: ClassVar[str] = "file_grep"
-    description: ClassVar[str] = (
-        "Search text files for a Python regular expression, line by line. `path` is a file or "
-        "a folder (default: the whole workspace); binary files and .git, node_modules, "
-        f"__pycache__ are skipped. Results are `file:line:text`, at most {GREP_MAX_MATCHES}."
-    )
-
-    class Args(_Args):
-        pattern: str = Field(description="Python regular expression, searched in each line.")
-        path: str = Field(".", description="File or folder to search, relative to the workspace.")
-
-    def _run(self, args: FileGrep.Args, ctx: ToolContext) -> ToolOutcome:
-        try:
-            regex = re.compile(args.pattern)
-        except re.error as exc:
-            raise _Refusal(
-                "invalid_arguments", f"invalid regular expression {args.pattern!r}: {exc}"
-            ) from None
-        real, shown = _existing(ctx, args.path)
-        files = [real] if real.is_file() else _walk(real, ctx.workspace.contains)
-        matches, files_hit, truncated = _search(regex, files, ctx.workspace.display)
-        if matches:
-            text = "\n".join(matches)
-            if truncated:
-                text += f"\n[search stopped at {GREP_MAX_MATCHES} matches]"
-        else:
-            text = f"No matches for {args.pattern!r} in {shown}."
-        data = {
-            "pattern": args.pattern,
-            "path": shown,
-            "count": len(matches),
-            "files": files_hit,
-            "matches": matches,
-            "truncated": truncated,
-        }
-        return ToolOutcome.ok(text, data)
-
-
-def _walk(top: Path, allowed: Callable[[Path], bool]) -> list[Path]:
-    found = []
-    for folder, dirs, names in os.walk(top):
-        dirs[:] = [d for d in dirs if d not in GREP_SKIP_DIRS]
-        for name in names:
-            path = Path(folder, name)
-            if allowed(path):
-                found.append(path)
-    return found
-
-
-def _search(
-    regex: re.Pattern[str], files: list[Path], display: Callable[[Path], str]
-) -> tuple[list[str], int, bool]:
-    matches: list[str] = []
-    files_hit = 0
-    for shown, path in sorted((display(p), p) for p in files):
-        try:
-            raw = path.read_bytes()
-        except OSError:
-            continue
-        if b"\0" in raw[:BINARY_SNIFF_BYTES]:
-            continue
-        hit = False
-        for number, line in enumerate(raw.decode("utf-8", errors="replace").split("\n"), 1):
-            if not regex.search(line):
-                continue
-            if len(matches) == GREP_MAX_MATCHES:
-                return matches, files_hit, True
-            line = line.rstrip("\r")
-            if len(line) > GREP_MAX_LINE_CHARS:
-                cut = len(line) - GREP_MAX_LINE_CHARS
-                line = f"{line[:GREP_MAX_LINE_CHARS]}[... {cut} chars cut]"
-            matches.append(f"{shown}:{number}:{line}")
-            files_hit += not hit
-            hit = True
-    return matches, files_hit, False

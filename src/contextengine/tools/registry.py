@@ -15,7 +15,8 @@ from pydantic import BaseModel, ValidationError
 
 from contextengine.tools.base import Tool, ToolOutcome
 from contextengine.tools.context import ToolContext
-from contextengine.tools.files import FileEdit, FileGlob, FileGrep, FileLs, FileRead, FileWrite
+from contextengine.tools.file_search import FileGlob, FileGrep, FileLs
+from contextengine.tools.files import FileEdit, FileRead, FileWrite
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.shell import ShellExec
 from contextengine.tools.spec import ToolSpec

@@ -1,48 +1,99 @@
 """The workspace: the one folder tree the tools may touch (R3.1).
 
-Every path a tool gets is resolved here with symlinks followed, so ``..`` escapes and
-links pointing outside are refused. Extra roots keep the session folder readable when
-sessions live outside the workspace.
+Every path is opened through ``confine`` (descriptor walks, no-follow opens), never
+checked and then reopened by name. Symlinks inside the workspace are followed only while
+they stay inside it. The engine's own folder ``.contextengine`` and the session folder are
+reserved: the tools can neither list nor search them, and reach only the entries named in
+``session_access`` (the working-memory files, read and written by path as the prompt
+says, and the artifacts, read only). When sessions live outside the workspace, absolute
+paths under the session folder reach those same entries.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from contextengine.errors import WorkspaceError
+from contextengine.tools.confine import (
+    ConfinedRoot,
+    OutsideWorkspace,
+    PathRefused,
+    Spot,
+    split_path,
+)
+
+RESERVED_DIR = ".contextengine"
+
+Access = Literal["read", "write"]
+
+__all__ = ["RESERVED_DIR", "Located", "OutsideWorkspace", "PathRefused", "Workspace"]
 
 
-class OutsideWorkspace(WorkspaceError):
-    """A path that resolves outside the workspace and its extra roots."""
+@dataclass(frozen=True)
+class Located:
+    """An opened place in the workspace: the walk's end, how to show it, its real path."""
 
-    def __init__(self, path: str, workspace: Path) -> None:
-        super().__init__(f"path {path!r} is outside the workspace {workspace}")
-        self.path = path
-        self.workspace = workspace
+    spot: Spot
+    shown: str
+    real: Path
+    zone: _Zone
+
+
+@dataclass(frozen=True)
+class _Zone:
+    """A confined tree and where the session folder sits in it (``None``: not in it)."""
+
+    tree: ConfinedRoot
+    session: tuple[str, ...] | None
+    reserve_engine_dir: bool
 
 
 class Workspace:
-    """A root folder (and optional extra roots) that confine every tool path."""
+    """A root folder that confines every tool path, with the session folder reserved."""
 
-    def __init__(self, root: Path, extra_roots: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        session_dir: Path | None = None,
+        session_access: Mapping[str, Access] | None = None,
+    ) -> None:
         self.root = Path(os.path.realpath(root))
-        self.extra_roots = tuple(Path(os.path.realpath(r)) for r in extra_roots)
+        tree = ConfinedRoot(self.root, f"the workspace {self.root}")
+        self.session_dir = Path(os.path.realpath(session_dir)) if session_dir else None
+        self.session_access = dict(session_access or {})
+        session_parts: tuple[str, ...] | None = None
+        self._session: _Zone | None = None
+        if self.session_dir is not None and self.session_dir.is_relative_to(self.root):
+            session_parts = self.session_dir.relative_to(self.root).parts
+        elif self.session_dir is not None:
+            self._session = _Zone(ConfinedRoot(self.session_dir, "the session folder"), (), False)
+        self._main = _Zone(tree, session_parts, True)
+
+    @contextmanager
+    def locate(self, path: str, access: Access, create_dirs: bool = False) -> Iterator[Located]:
+        """Walk to ``path`` (relative, or absolute under the root or the session folder)."""
+        zone, parts = self._zone_of(path)
+        lexical = _normalized(parts)
+        if lexical is not None:  # refuse a reserved path before touching the disk
+            self._check(zone, lexical, access, path)
+        mkdir = (lambda made: self._check(zone, made, "write", path)) if create_dirs else None
+        with zone.tree.locate(path, parts, mkdir) as spot:
+            real = zone.tree.root.joinpath(*spot.parts)
+            self._check(zone, spot.parts, access, path)
+            yield Located(spot, self.display(real), real, zone)
 
     def resolve(self, path: str) -> Path:
-        """The real path of ``path`` (relative to the root); raises ``OutsideWorkspace``."""
-        candidate = Path(path)
-        if not candidate.is_absolute():
-            candidate = self.root / candidate
-        real = Path(os.path.realpath(candidate))
-        if not any(real.is_relative_to(r) for r in (self.root, *self.extra_roots)):
-            raise OutsideWorkspace(path, self.root)
-        return real
+        """The real path ``path`` leads to (symlinks resolved); raises ``PathRefused``."""
+        with self.locate(path, "read") as where:
+            return where.real
 
-    def contains(self, path: Path) -> bool:
-        """Whether the real path of ``path`` lies inside the root or an extra root."""
-        real = Path(os.path.realpath(path))
-        return any(real.is_relative_to(r) for r in (self.root, *self.extra_roots))
+    def hidden(self, where: Located, parts: tuple[str, ...]) -> bool:
+        """Whether ``parts`` (below ``where``'s tree) is reserved and not readable."""
+        return not self._allowed(where.zone, parts, "read")
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it (``.`` for the root), else absolute."""
@@ -52,5 +103,49 @@ class Workspace:
                 return candidate.relative_to(self.root).as_posix()
         return absolute.as_posix()
 
+    def _zone_of(self, path: str) -> tuple[_Zone, list[str]]:
+        absolute, parts = split_path(path)
+        if not absolute:
+            return self._main, parts
+        for zone in (self._main, self._session):
+            if zone is not None and (inside := zone.tree.below(path)) is not None:
+                return zone, inside
+        raise OutsideWorkspace(path, self._main.tree.label)
+
+    def _check(self, zone: _Zone, parts: tuple[str, ...], access: Access, path: str) -> None:
+        if not self._allowed(zone, parts, access):
+            raise PathRefused(
+                "reserved_path",
+                f"path {path!r} is in the engine's reserved folder; tools may only {access} "
+                f"the session's {self._named(access) or 'files'} there",
+            )
+
+    def _allowed(self, zone: _Zone, parts: tuple[str, ...], access: Access) -> bool:
+        session = zone.session
+        in_session = session is not None and parts[: len(session)] == session
+        if not in_session:
+            return not (zone.reserve_engine_dir and parts[:1] == (RESERVED_DIR,))
+        rest = parts[len(session) :]  # type: ignore[arg-type]
+        allowed = self.session_access.get(rest[0]) if rest else None
+        return allowed == "write" or allowed == access
+
+    def _named(self, access: Access) -> str:
+        """The session entries open to ``access``, for messages."""
+        names = [n for n, a in sorted(self.session_access.items()) if a in (access, "write")]
+        return ", ".join(names)
+
     def __repr__(self) -> str:
-        return f"Workspace({str(self.root)!r}, extra_roots={tuple(map(str, self.extra_roots))!r})"
+        return f"Workspace({str(self.root)!r}, session_dir={self.session_dir!r})"
+
+
+def _normalized(parts: list[str]) -> tuple[str, ...] | None:
+    """``parts`` with ``..`` applied as text, or ``None`` when they climb above the root."""
+    kept: list[str] = []
+    for part in parts:
+        if part != "..":
+            kept.append(part)
+        elif not kept:
+            return None
+        else:
+            kept.pop()
+    return tuple(kept)
