@@ -62,6 +62,18 @@ class Config(BaseModel):
     )
     org: str = "default"
     team: str = "default"
+    server_token: str | None = Field(
+        None, description="API token of `contextengine serve`; default: a new one per start."
+    )
+    server_allowed_hosts: tuple[str, ...] = Field(
+        (), description="Host names the server answers besides localhost and its bound host."
+    )
+    server_max_body_bytes: int = Field(
+        1_048_576, gt=0, description="Largest request body the server accepts (else 413)."
+    )
+    server_idle_s: float = Field(
+        600.0, gt=0, description="Seconds an unused session agent stays loaded in the server."
+    )
 
     enabled: bool = Field(True, description="Master switch; off = plain chat history.")
     scrub: bool = Field(True, description="Scrub dates, times, UUIDs, session ids from L1.")
@@ -150,6 +162,8 @@ def _parse_env_value(key: str, value: str, annotation: Any) -> Any:
         if lowered in {"0", "false", "no", "off"}:
             return False
         raise ConfigError(f"environment variable {key}: expected a boolean, got {value!r}")
+    if annotation == tuple[str, ...]:
+        return tuple(part.strip() for part in value.split(",") if part.strip())
     return value
 
 

@@ -61,7 +61,7 @@ def test_chat_memory_and_artifacts_in_the_browser(browser: Any, tmp_path: Path) 
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     with LiveServer(scripted_app(workspace, SCRIPT)) as server:
-        browser.get(server.url)
+        browser.get(f"{server.url}/?token={server.token}")
         wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")
 
         # Session picker: a new session becomes the selected one.
@@ -104,7 +104,9 @@ def test_chat_memory_and_artifacts_in_the_browser(browser: Any, tmp_path: Path) 
 
         # Working memory: each file the turn wrote was announced live in the chat, and the
         # tab shows it has news.
-        memory = httpx.get(f"{server.url}/api/sessions/{sid}/memory").json()["files"]
+        memory = httpx.get(f"{server.url}/api/sessions/{sid}/memory", headers=server.auth).json()[
+            "files"
+        ]
         written = {f["name"] for f in memory if f["content"] is not None}
         chips = {e.get_attribute("data-file") for e in find_all(browser, ".memory-note")}
         assert chips <= written
@@ -179,7 +181,7 @@ def test_compaction_progress_and_archived_history_in_the_browser(
     workspace.mkdir()
     tight = Config(context_window=4000, keep_rounds=1)
     with LiveServer(scripted_app(workspace, model, tight)) as server:
-        browser.get(server.url)
+        browser.get(f"{server.url}/?token={server.token}")
         wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")
         for n in range(4):
             box = find(browser, "#message")
@@ -193,7 +195,9 @@ def test_compaction_progress_and_archived_history_in_the_browser(
         browser.save_screenshot(str(tmp_path / "compaction.png"))
 
         sid = find(browser, "#session-select").get_attribute("value")
-        entries = httpx.get(f"{server.url}/api/sessions/{sid}/history").json()["entries"]
+        entries = httpx.get(f"{server.url}/api/sessions/{sid}/history", headers=server.auth).json()[
+            "entries"
+        ]
         summaries = [e for e in entries if e["kind"] == "summary"]
         assert summaries
         browser.refresh()

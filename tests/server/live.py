@@ -50,6 +50,7 @@ class LiveServer:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="uvicorn", daemon=True)
         self.url = ""
+        self.token: str = app.state.token
 
     def __enter__(self) -> LiveServer:
         self.thread.start()
@@ -61,6 +62,15 @@ class LiveServer:
         port = self.server.servers[0].sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         return self
+
+    @property
+    def auth(self) -> dict[str, str]:
+        """The header that carries the API token."""
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def client(self, timeout: float = 30) -> httpx.Client:
+        """An HTTP client of this server that sends the token."""
+        return httpx.Client(base_url=self.url, timeout=timeout, headers=self.auth)
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
@@ -82,21 +92,22 @@ def scripted_app(
 
 @dataclass(frozen=True)
 class Sse:
-    """One server-sent event."""
+    """One server-sent event (``id`` is ``None`` when the event carried none)."""
 
     event: str
     data: dict[str, Any]
+    id: int | None = None
 
 
 def parse_sse(lines: Iterable[str]) -> list[Sse]:
     """Events of an SSE stream (comments and pings skipped, multi-line data joined)."""
     events: list[Sse] = []
-    event, data = "message", []
+    event, data, event_id = "message", [], None
     for line in lines:
         if not line:
             if data:
-                events.append(Sse(event, json.loads("\n".join(data))))
-            event, data = "message", []
+                events.append(Sse(event, json.loads("\n".join(data)), event_id))
+            event, data, event_id = "message", [], None
         elif line.startswith(":"):
             continue
         else:
@@ -106,8 +117,10 @@ def parse_sse(lines: Iterable[str]) -> list[Sse]:
                 event = value
             elif field == "data":
                 data.append(value)
+            elif field == "id":
+                event_id = int(value)
     if data:
-        events.append(Sse(event, json.loads("\n".join(data))))
+        events.append(Sse(event, json.loads("\n".join(data)), event_id))
     return events
 
 

@@ -180,14 +180,16 @@ class Agent:
                 return event.result
         raise ContextEngineError("the agent stopped without a result")
 
-    async def astream(self, message: str) -> AsyncIterator[AgentEvent]:
+    async def astream(
+        self, message: str, cancel: threading.Event | None = None
+    ) -> AsyncIterator[AgentEvent]:
         """``stream`` for asyncio code: the loop runs in a worker thread."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[AgentEvent | BaseException | None] = asyncio.Queue()
 
         def work() -> None:
             try:
-                for event in self.stream(message):
+                for event in self.stream(message, cancel):
                     loop.call_soon_threadsafe(queue.put_nowait, event)
             except BaseException as exc:  # handed to the consumer, not lost in the thread
                 loop.call_soon_threadsafe(queue.put_nowait, exc)
@@ -199,8 +201,12 @@ class Agent:
                 raise item
             yield item
 
-    def stream(self, message: str) -> Iterator[AgentEvent]:
-        """Run one user turn, yielding events; the last event is ``Done``."""
+    def stream(self, message: str, cancel: threading.Event | None = None) -> Iterator[AgentEvent]:
+        """Run one user turn, yielding events; the last event is ``Done``.
+
+        Setting ``cancel`` stops the turn before its next step (a batch of tool calls
+        always runs to its end): it ends with ``Done`` and status ``cancelled``.
+        """
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
         if self.compactor.needed(self.last_input_tokens, len(text)):
             yield from self._compact(LiveContext(tail=self._tail()))
@@ -209,6 +215,10 @@ class Agent:
         live: dict[int, FullObservation] = {}
         retried_answer = rebooting = False
         for step in range(self.config.max_steps):
+            if cancel is not None and cancel.is_set():
+                stopped = RunResult("", self.session_dir, "cancelled", step, _CANCELLED)
+                yield from self._finish(stopped)
+                return
             yield from self._apply(self.harness.before_step(step))
             context = LiveContext(live, round_start, self._tail())
             request = self._build(context, rebooting)
@@ -473,6 +483,7 @@ class Agent:
         return session
 
 
+_CANCELLED = "the turn was stopped (cancelled) before its next step"
 _SHORT_ANSWER = (
     "Your final answer was empty or too short. Give the user a complete final answer: "
     "what you did, what you found, and how you checked it."

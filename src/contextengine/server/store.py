@@ -1,13 +1,16 @@
-"""The server's sessions: found on disk, one agent each, one turn at a time.
+"""The server's sessions: found on disk, one agent and one event channel each.
 
 Sessions are discovered from the session root on every lookup, so a session made before
-a restart (or by the CLI) is listed and resumed like any other.
+a restart (or by the CLI) is listed and resumed like any other. Loaded agents and channels
+not used for ``Config.server_idle_s`` are closed and dropped (``evict_idle``), so memory
+stays bounded however many sessions are opened.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +18,9 @@ from pathlib import Path
 from contextengine.agent.loop import META_FILE, Agent
 from contextengine.config import Config
 from contextengine.providers.base import Provider
+from contextengine.server.channel import SessionChannel, TurnInfo
 from contextengine.server.errors import ApiError
+from contextengine.server.eventlog import EventLog
 from contextengine.server.history import read_header, session_title
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
 
@@ -31,10 +36,11 @@ class SessionInfo:
     model: str
     title: str
     busy: bool
+    turn: TurnInfo | None
 
 
 class SessionStore:
-    """The sessions of one workspace, their loaded agents, and which one is mid-turn."""
+    """The sessions of one workspace, their loaded agents and their event channels."""
 
     def __init__(self, workspace: Path, provider_factory: ProviderFactory, config: Config) -> None:
         self.workspace = Path(workspace).resolve()
@@ -42,14 +48,22 @@ class SessionStore:
         self.root = Path(config.root) if config.root else self.workspace / DEFAULT_ROOT_NAME
         self._provider_factory = provider_factory
         self._agents: dict[str, Agent] = {}
-        self._busy: set[str] = set()
+        self._used: dict[str, float] = {}
+        self._channels: dict[str, SessionChannel] = {}
         self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> int:
+        """How many agents are loaded now."""
+        with self._lock:
+            return len(self._agents)
 
     def create(self) -> SessionInfo:
         """Start a new session in the workspace."""
         agent = Agent(self._provider_factory(), self.workspace, self.config)
         with self._lock:
             self._agents[agent.session.id] = agent
+            self._used[agent.session.id] = time.monotonic()
         return self.info(agent.session.id)
 
     def sessions(self) -> list[SessionInfo]:
@@ -72,31 +86,43 @@ class SessionStore:
             raise ApiError(404, f"no session {session_id!r} in workspace {self.workspace}")
         return directory
 
-    def claim(self, session_id: str) -> None:
-        """Mark the session mid-turn, or a 409 when a turn is already running."""
+    def channel(self, session_id: str) -> SessionChannel:
+        """The session's event channel, opened on first use."""
         with self._lock:
-            if session_id in self._busy:
-                raise ApiError(
-                    409,
-                    f"session {session_id!r} is already running a turn; "
-                    "wait for its 'done' event before sending another message",
-                )
-            self._busy.add(session_id)
-
-    def release(self, session_id: str) -> None:
-        """The session's turn is over (calling it twice is harmless)."""
-        with self._lock:
-            self._busy.discard(session_id)
+            channel = self._channels.get(session_id)
+        if channel is None:
+            log = EventLog(SessionLayout(self.directory(session_id)).events)
+            with self._lock:
+                channel = self._channels.setdefault(session_id, SessionChannel(session_id, log))
+        channel.last_used = time.monotonic()
+        return channel
 
     def agent(self, session_id: str) -> Agent:
         """The session's agent, resumed from disk on first use."""
         with self._lock:
             agent = self._agents.get(session_id)
-        if agent is not None:
-            return agent
-        agent = Agent.resume(self.directory(session_id), self._provider_factory(), self.config)
+            self._used[session_id] = time.monotonic()
+        if agent is None:
+            loaded = Agent.resume(self.directory(session_id), self._provider_factory(), self.config)
+            with self._lock:
+                agent = self._agents.setdefault(session_id, loaded)
+            if agent is not loaded:
+                loaded.session.close()
+        return agent
+
+    def evict_idle(self) -> None:
+        """Close and drop agents and channels unused for ``server_idle_s`` and not mid-turn."""
+        oldest = time.monotonic() - self.config.server_idle_s
         with self._lock:
-            return self._agents.setdefault(session_id, agent)
+            for sid, channel in list(self._channels.items()):
+                if channel.idle and channel.last_used < oldest:
+                    del self._channels[sid]
+                    channel.close()
+            for sid, agent in list(self._agents.items()):
+                if sid not in self._channels and self._used.get(sid, 0.0) < oldest:
+                    del self._agents[sid]
+                    self._used.pop(sid, None)
+                    agent.session.close()
 
     def _scan(self) -> dict[str, Path]:
         base = self.root / self.config.org / self.config.team
@@ -117,11 +143,13 @@ class SessionStore:
         except (OSError, ValueError):
             meta = {}
         with self._lock:
-            busy = session_id in self._busy
+            channel = self._channels.get(session_id)
+        turn = channel.turn if channel is not None else None
         return SessionInfo(
             id=session_id,
             created=str(read_header(log).get("created", "")),
             model=str(meta.get("model", "")) if isinstance(meta, dict) else "",
             title=session_title(log),
-            busy=busy,
+            busy=turn is not None,
+            turn=turn,
         )
