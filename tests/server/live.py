@@ -15,6 +15,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from contextengine import Config, ScriptedProvider
+from contextengine.context.request import Request
 from contextengine.providers.base import Provider
 from contextengine.server import create_app
 
@@ -38,6 +39,25 @@ TURN_SCRIPT: list[dict[str, Any]] = [
     {"content": "Done: **notes.txt** holds `hello` and the long output is saved."},
 ]
 FINAL_ANSWER = TURN_SCRIPT[-1]["content"]
+
+
+class Gate:
+    """A scripted model that waits for the test before each answer."""
+
+    def __init__(self, replies: list[dict[str, Any]]) -> None:
+        self.replies = iter(replies)
+        self.asked = threading.Semaphore(0)
+        self.allowed = threading.Semaphore(0)
+
+    def __call__(self, request: Request) -> dict[str, Any]:
+        self.asked.release()
+        assert self.allowed.acquire(timeout=30), "the test never let the model answer"
+        return next(self.replies)
+
+    def answer(self) -> None:
+        """Let the model answer once it has been asked."""
+        assert self.asked.acquire(timeout=30), "the model was never asked"
+        self.allowed.release()
 
 
 class LiveServer:

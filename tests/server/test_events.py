@@ -11,9 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from contextengine.context.request import Request
-
-from .live import TURN_SCRIPT, LiveServer, Sse, parse_sse, post_turn, scripted_app
+from .live import TURN_SCRIPT, Gate, LiveServer, Sse, parse_sse, post_turn, scripted_app
 
 
 def new_session(client: httpx.Client) -> str:
@@ -31,25 +29,6 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30) ->
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
-
-
-class Gate:
-    """A scripted model that waits for the test before each answer."""
-
-    def __init__(self, replies: list[dict[str, Any]]) -> None:
-        self.replies = iter(replies)
-        self.asked = threading.Semaphore(0)
-        self.allowed = threading.Semaphore(0)
-
-    def __call__(self, request: Request) -> dict[str, Any]:
-        self.asked.release()
-        assert self.allowed.acquire(timeout=30), "the test never let the model answer"
-        return next(self.replies)
-
-    def answer(self) -> None:
-        """Let the model answer once it has been asked."""
-        assert self.asked.acquire(timeout=30), "the model was never asked"
-        self.allowed.release()
 
 
 def test_every_event_carries_the_next_id_across_turns(client: httpx.Client) -> None:
