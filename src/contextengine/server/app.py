@@ -4,6 +4,7 @@ API (all JSON; errors are ``{"error": "..."}``), documented in docs/server.md. E
 ``/api`` call needs the token (``Authorization: Bearer`` or the cookie ``GET /?token=``
 sets); ``guard.py`` also checks Host, Origin and body size.
 
+    GET  /api/server                            loaded agents, open channels, running turns
     GET  /api/sessions                          workspace and sessions, newest first
     POST /api/sessions                          start a session                 -> 201
     GET  /api/sessions/{id}                     one session (with its running turn)
@@ -115,6 +116,10 @@ def create_app(
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
         return response
+
+    @app.get("/api/server")
+    def server_status() -> dict[str, Any]:
+        return asdict(store.status())
 
     @app.get("/api/sessions")
     def list_sessions() -> dict[str, Any]:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from contextengine.agent.loop import META_FILE, Agent
 from contextengine.config import Config
@@ -25,6 +26,10 @@ from contextengine.server.history import read_header, session_title
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
 
 ProviderFactory = Callable[[], Provider]
+
+# The session list may lag sessions made outside the server (the CLI) by this long; a
+# session looked up by id is always searched on disk afresh.
+SCAN_MAX_AGE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,15 @@ class SessionInfo:
     turn: TurnInfo | None
 
 
+@dataclass(frozen=True)
+class StoreStatus:
+    """What the server holds in memory now: loaded agents, open channels, running turns."""
+
+    agents: int
+    channels: int
+    turns: int
+
+
 class SessionStore:
     """The sessions of one workspace, their loaded agents and their event channels."""
 
@@ -50,13 +64,16 @@ class SessionStore:
         self._agents: dict[str, Agent] = {}
         self._used: dict[str, float] = {}
         self._channels: dict[str, SessionChannel] = {}
+        self._metas: dict[Path, dict[str, Any]] = {}
+        self._titles: dict[Path, tuple[str, str]] = {}
+        self._scanned: tuple[float, dict[str, Path]] = (float("-inf"), {})
         self._lock = threading.Lock()
 
-    @property
-    def loaded(self) -> int:
-        """How many agents are loaded now."""
+    def status(self) -> StoreStatus:
+        """How much the server holds in memory now."""
         with self._lock:
-            return len(self._agents)
+            turns = sum(1 for c in self._channels.values() if c.turn is not None)
+            return StoreStatus(len(self._agents), len(self._channels), turns)
 
     def create(self) -> SessionInfo:
         """Start a new session in the workspace."""
@@ -68,7 +85,10 @@ class SessionStore:
 
     def sessions(self) -> list[SessionInfo]:
         """Every session of the workspace on disk, newest first."""
-        found = [self._describe(sid, directory) for sid, directory in self._scan().items()]
+        with self._lock:
+            loaded = {sid: agent.session_dir for sid, agent in self._agents.items()}
+        on_disk = {**self._scan(max_age=SCAN_MAX_AGE_S), **loaded}
+        found = [self._describe(sid, directory) for sid, directory in on_disk.items()]
         return sorted(found, key=lambda s: (s.created, s.id), reverse=True)
 
     def info(self, session_id: str) -> SessionInfo:
@@ -124,32 +144,51 @@ class SessionStore:
                     self._used.pop(sid, None)
                     agent.session.close()
 
-    def _scan(self) -> dict[str, Path]:
+    def _scan(self, max_age: float = 0.0) -> dict[str, Path]:
+        """The workspace's sessions on disk (a listing at most ``max_age`` seconds old)."""
+        with self._lock:
+            scanned_at, found = self._scanned
+        if time.monotonic() - scanned_at <= max_age:
+            return found
         base = self.root / self.config.org / self.config.team
-        found: dict[str, Path] = {}
+        found = {}
         for meta_path in base.glob(f"*/*/{META_FILE}"):
-            try:
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if isinstance(meta, dict) and meta.get("workspace") == str(self.workspace):
+            if self._meta(meta_path.parent).get("workspace") == str(self.workspace):
                 found[meta_path.parent.name] = meta_path.parent
+        with self._lock:
+            self._scanned = (time.monotonic(), found)
         return found
 
-    def _describe(self, session_id: str, directory: Path) -> SessionInfo:
-        log = SessionLayout(directory).log
-        try:
-            meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = {}
+    def _meta(self, directory: Path) -> dict[str, Any]:
+        # session.json is written once, when the session is made: read it once.
         with self._lock:
+            meta = self._metas.get(directory)
+        if meta is None:
+            try:
+                loaded = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return {}
+            meta = loaded if isinstance(loaded, dict) else {}
+            with self._lock:
+                self._metas[directory] = meta
+        return meta
+
+    def _describe(self, session_id: str, directory: Path) -> SessionInfo:
+        with self._lock:
+            titled = self._titles.get(directory)
             channel = self._channels.get(session_id)
+        if titled is None:
+            log = SessionLayout(directory).log
+            titled = (str(read_header(log).get("created", "")), session_title(log))
+            if titled[1]:  # the first user message never changes once it is there
+                with self._lock:
+                    self._titles[directory] = titled
         turn = channel.turn if channel is not None else None
         return SessionInfo(
             id=session_id,
-            created=str(read_header(log).get("created", "")),
-            model=str(meta.get("model", "")) if isinstance(meta, dict) else "",
-            title=session_title(log),
+            created=titled[0],
+            model=str(self._meta(directory).get("model", "")),
+            title=titled[1],
             busy=turn is not None,
             turn=turn,
         )
