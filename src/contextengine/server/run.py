@@ -23,6 +23,7 @@ def run_server(app: FastAPI, host: str, port: int, workspace: Path) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(config.backlog)  # connections wait in the queue until the app is up
     except (OSError, OverflowError) as exc:
         sock.close()
         raise ContextEngineError(f"cannot listen on {host}:{port}: {exc}") from None
