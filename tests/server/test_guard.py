@@ -126,6 +126,11 @@ def test_configured_host_names_are_allowed(workspace: Path) -> None:
             assert response.status_code == status, host
 
 
+def test_allowed_hosts_come_from_the_environment_comma_separated() -> None:
+    env = {"CONTEXTENGINE_SERVER_ALLOWED_HOSTS": "a.lan, b.lan,"}
+    assert Config.load(env=env).server_allowed_hosts == ("a.lan", "b.lan")
+
+
 def test_host_names_are_compared_without_port_and_brackets() -> None:
     assert host_name("Example.COM:8765") == "example.com"
     assert host_name("[::1]:80") == "::1"

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from contextengine.agent.events import AgentEvent, Done, ErrorEvent, RunResult
 from contextengine.agent.loop import Agent
@@ -38,12 +38,6 @@ class TurnInfo:
 
 
 @dataclass(frozen=True)
-class _Turn:
-    info: TurnInfo
-    cancel: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass
 class Subscription:
     """Events after a given id: the recorded ones, then (if a turn runs) live ones to ``done``."""
 
