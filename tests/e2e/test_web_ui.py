@@ -292,3 +292,14 @@ def test_stop_ends_a_turn_and_the_session_goes_on(browser: Any, tmp_path: Path) 
         wait(browser, lambda d: turn_state(d) == "idle", "the next turn's end")
         answer = find(browser, ".msg.agent .answer").text
         assert answer == "The answer to the message after the stop."
+
+
+def test_the_page_without_the_token_says_how_to_get_in(browser: Any, tmp_path: Path) -> None:
+    with LiveServer(scripted_app(tmp_path)) as server:
+        browser.get(server.url)
+        wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")
+        assert "missing or wrong API token" in find(browser, "#chat-log .empty").text
+        browser.get(f"{server.url}/?token={server.token}")
+        wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")
+        assert browser.current_url == f"{server.url}/"
+        assert "token" not in find(browser, "#chat-log").text

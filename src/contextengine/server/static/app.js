@@ -570,7 +570,8 @@ async function stopTurn() {
 
 async function refreshSessions() {
   const data = await api('/api/sessions').catch((error) => {
-    toast(error.message);
+    // Without the token nothing else works: say so where the chat would be.
+    showEmptyChat(error.message);
     return null;
   });
   if (!data) return [];
