@@ -171,12 +171,19 @@ def serve(
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
     config: ConfigOption = None,
+    token: Annotated[
+        str | None,
+        typer.Option(help="API token (default: server_token from config, else a new one)."),
+    ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(help="Another Host name the server answers (repeatable)."),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (SSE events) and the web UI for sessions in a workspace."""
     try:
-        import uvicorn
-
         from contextengine.server import create_app
+        from contextengine.server.run import run_server
     except ImportError as exc:
         raise ContextEngineError(
             "the server needs its extra: pip install 'contextengine[server]'"
@@ -186,10 +193,13 @@ def serve(
     settings = Config.load(config)
     make_provider(provider, model, base_url=base_url)  # a bad name, model or key fails now
     application = create_app(
-        workspace, lambda: make_provider(provider, model, base_url=base_url), settings
+        workspace,
+        lambda: make_provider(provider, model, base_url=base_url),
+        settings,
+        token=token,
+        hosts=[host, *(allow_host or [])],
     )
-    sys.stderr.write(f"contextengine: serving {workspace.resolve()} on http://{host}:{port}/\n")
-    uvicorn.run(application, host=host, port=port, log_level="info")
+    run_server(application, host, port, workspace.resolve())
 
 
 app.command("replay")(replay_command)

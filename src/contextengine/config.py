@@ -84,6 +84,18 @@ class Config(BaseModel):
     )
     org: str = "default"
     team: str = "default"
+    server_token: str | None = Field(
+        None, description="API token of `contextengine serve`; default: a new one per start."
+    )
+    server_allowed_hosts: tuple[str, ...] = Field(
+        (), description="Host names the server answers besides localhost and its bound host."
+    )
+    server_max_body_bytes: int = Field(
+        1_048_576, gt=0, description="Largest request body the server accepts (else 413)."
+    )
+    server_idle_s: float = Field(
+        600.0, gt=0, description="Seconds an unused session agent stays loaded in the server."
+    )
 
     sandbox: bool = Field(True, description="Run shell_exec in a bubblewrap (bwrap) sandbox.")
     sandbox_network: bool = Field(False, description="Let sandboxed commands use the network.")
@@ -184,7 +196,7 @@ def _parse_env_value(key: str, value: str, annotation: Any) -> Any:
             return False
         raise ConfigError(f"environment variable {key}: expected a boolean, got {value!r}")
     if annotation == tuple[str, ...]:
-        return tuple(part for part in value.split(os.pathsep) if part)
+        return tuple(part.strip() for part in value.split(",") if part.strip())
     return value
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from contextengine import Config
 from contextengine.context.request import Request
-from server.live import TURN_SCRIPT, LiveServer, scripted_app
+from server.live import TURN_SCRIPT, Gate, LiveServer, parse_sse, scripted_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -61,7 +61,7 @@ def test_chat_memory_and_artifacts_in_the_browser(browser: Any, tmp_path: Path) 
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     with LiveServer(scripted_app(workspace, SCRIPT)) as server:
-        browser.get(server.url)
+        browser.get(f"{server.url}/?token={server.token}")
         wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")
 
         # Session picker: a new session becomes the selected one.
@@ -104,7 +104,9 @@ def test_chat_memory_and_artifacts_in_the_browser(browser: Any, tmp_path: Path) 
 
         # Working memory: each file the turn wrote was announced live in the chat, and the
         # tab shows it has news.
-        memory = httpx.get(f"{server.url}/api/sessions/{sid}/memory").json()["files"]
+        memory = httpx.get(f"{server.url}/api/sessions/{sid}/memory", headers=server.auth).json()[
+            "files"
+        ]
         written = {f["name"] for f in memory if f["content"] is not None}
         chips = {e.get_attribute("data-file") for e in find_all(browser, ".memory-note")}
         assert chips <= written
@@ -179,7 +181,7 @@ def test_compaction_progress_and_archived_history_in_the_browser(
     workspace.mkdir()
     tight = Config(context_window=4000, keep_rounds=1)
     with LiveServer(scripted_app(workspace, model, tight)) as server:
-        browser.get(server.url)
+        browser.get(f"{server.url}/?token={server.token}")
         wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")
         for n in range(4):
             box = find(browser, "#message")
@@ -193,7 +195,9 @@ def test_compaction_progress_and_archived_history_in_the_browser(
         browser.save_screenshot(str(tmp_path / "compaction.png"))
 
         sid = find(browser, "#session-select").get_attribute("value")
-        entries = httpx.get(f"{server.url}/api/sessions/{sid}/history").json()["entries"]
+        entries = httpx.get(f"{server.url}/api/sessions/{sid}/history", headers=server.auth).json()[
+            "entries"
+        ]
         summaries = [e for e in entries if e["kind"] == "summary"]
         assert summaries
         browser.refresh()
@@ -201,3 +205,101 @@ def test_compaction_progress_and_archived_history_in_the_browser(
         archived = find_all(browser, "details.compaction")
         assert len(archived) == len(summaries)
         assert summaries[0]["archive"] in find(archived[0], "summary").text
+
+
+def send_message(driver: Any, text: str) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    box = find(driver, "#message")
+    box.send_keys(text)
+    box.send_keys(Keys.ENTER)
+
+
+def turn_state(driver: Any) -> str:
+    return find(driver, "body").get_attribute("data-turn")
+
+
+def test_a_reload_mid_turn_re_attaches_and_loses_no_event(browser: Any, tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    gate = Gate(SCRIPT)
+    with LiveServer(scripted_app(workspace, gate)) as server:
+        browser.get(f"{server.url}/?token={server.token}")
+        wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")
+        find(browser, "#new-session").click()
+        wait(browser, lambda d: find(d, "#session-select").get_attribute("value"), "a session")
+        sid = find(browser, "#session-select").get_attribute("value")
+        send_message(browser, MESSAGE)
+        gate.answer()
+        wait(browser, lambda d: find_all(d, ".msg.agent .badge.success"), "the first tool result")
+
+        # Reload while the model is busy with the second step.
+        browser.refresh()
+        wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "reload")
+        wait(browser, lambda d: turn_state(d) == "running", "the re-attached running turn")
+        wait(browser, lambda d: find_all(d, ".msg.agent .badge.success"), "the replayed tool call")
+        assert find(browser, "#stop").is_displayed()
+        assert [e.text for e in find_all(browser, ".msg.user .text")] == [MESSAGE]
+        browser.save_screenshot(str(tmp_path / "reattached.png"))
+
+        gate.answer()
+        gate.answer()
+        wait(browser, lambda d: find_all(d, ".msg.agent .answer"), "the final answer")
+        wait(browser, lambda d: turn_state(d) == "idle", "turn end")
+        assert not find(browser, "#stop").is_displayed()
+
+        # Every event of the turn is drawn once: as many tool blocks, results and usage
+        # lines as the session's event record holds.
+        with (
+            server.client() as client,
+            client.stream("GET", f"/api/sessions/{sid}/events") as response,
+        ):
+            events = [e.event for e in parse_sse(response.iter_lines())]
+        tools = find_all(browser, ".msg.agent details.tool")
+        assert [find(t, ".tool-name").text for t in tools] == ["file_write", "shell_exec"]
+        assert [find(t, ".badge").text for t in tools] == ["success", "success"]
+        assert len(tools) == events.count("tool_call") == events.count("tool_result")
+        assert len(find_all(browser, ".msg.agent .usage")) == events.count("usage") == 3
+        assert [e.text for e in find_all(browser, ".answer strong")] == ["notes.txt"]
+        steps = [e.text for e in find_all(browser, ".step-text")]
+        assert steps == [TURN_SCRIPT[0]["content"], TURN_SCRIPT[1]["content"]]
+        assert [e.text for e in find_all(browser, ".msg.user .text")] == [MESSAGE]
+        browser.save_screenshot(str(tmp_path / "reattached-done.png"))
+
+
+def test_stop_ends_a_turn_and_the_session_goes_on(browser: Any, tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    gate = Gate([SCRIPT[0], {"content": "The answer to the message after the stop."}])
+    with LiveServer(scripted_app(workspace, gate)) as server:
+        browser.get(f"{server.url}/?token={server.token}")
+        wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")
+        send_message(browser, "Write the notes, please.")
+        wait(browser, lambda d: find(d, "#stop").is_displayed(), "the Stop button")
+        assert gate.asked.acquire(timeout=WAIT_S)
+        find(browser, "#stop").click()
+        wait(browser, lambda d: find(d, "#stop").text == "Stopping…", "the accepted stop")
+        gate.allowed.release()  # the step in flight ends; no further step starts
+        wait(browser, lambda d: turn_state(d) == "idle", "the stopped turn")
+        assert find(browser, ".msg.agent .stopped").text == "Stopped after 1 step(s)."
+        assert not find_all(browser, ".msg.agent .answer")
+        assert len(find_all(browser, ".msg.agent details.tool")) == 1
+        browser.save_screenshot(str(tmp_path / "stopped.png"))
+
+        send_message(browser, "Now just answer.")
+        gate.answer()
+        wait(browser, lambda d: find_all(d, ".msg.agent .answer"), "the next answer")
+        wait(browser, lambda d: turn_state(d) == "idle", "the next turn's end")
+        answer = find(browser, ".msg.agent .answer").text
+        assert answer == "The answer to the message after the stop."
+
+
+def test_the_page_without_the_token_says_how_to_get_in(browser: Any, tmp_path: Path) -> None:
+    with LiveServer(scripted_app(tmp_path)) as server:
+        browser.get(server.url)
+        wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")
+        assert "missing or wrong API token" in find(browser, "#chat-log .empty").text
+        browser.get(f"{server.url}/?token={server.token}")
+        wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")
+        assert browser.current_url == f"{server.url}/"
+        assert "token" not in find(browser, "#chat-log").text

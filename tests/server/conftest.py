@@ -24,6 +24,6 @@ def client(workspace: Path) -> Iterator[httpx.Client]:
     """A client of a live server whose sessions run the scripted turn."""
     with (
         LiveServer(scripted_app(workspace)) as server,
-        httpx.Client(base_url=server.url, timeout=30) as http,
+        server.client() as http,
     ):
         yield http

@@ -15,6 +15,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from contextengine import Config, ScriptedProvider
+from contextengine.context.request import Request
 from contextengine.providers.base import Provider
 from contextengine.server import create_app
 
@@ -40,6 +41,25 @@ TURN_SCRIPT: list[dict[str, Any]] = [
 FINAL_ANSWER = TURN_SCRIPT[-1]["content"]
 
 
+class Gate:
+    """A scripted model that waits for the test before each answer."""
+
+    def __init__(self, replies: list[dict[str, Any]]) -> None:
+        self.replies = iter(replies)
+        self.asked = threading.Semaphore(0)
+        self.allowed = threading.Semaphore(0)
+
+    def __call__(self, request: Request) -> dict[str, Any]:
+        self.asked.release()
+        assert self.allowed.acquire(timeout=30), "the test never let the model answer"
+        return next(self.replies)
+
+    def answer(self) -> None:
+        """Let the model answer once it has been asked."""
+        assert self.asked.acquire(timeout=30), "the model was never asked"
+        self.allowed.release()
+
+
 class LiveServer:
     """Runs ``app`` with uvicorn in a thread; ``url`` is set once it accepts connections."""
 
@@ -50,6 +70,7 @@ class LiveServer:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="uvicorn", daemon=True)
         self.url = ""
+        self.token: str = app.state.token
 
     def __enter__(self) -> LiveServer:
         self.thread.start()
@@ -61,6 +82,15 @@ class LiveServer:
         port = self.server.servers[0].sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         return self
+
+    @property
+    def auth(self) -> dict[str, str]:
+        """The header that carries the API token."""
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def client(self, timeout: float = 30) -> httpx.Client:
+        """An HTTP client of this server that sends the token."""
+        return httpx.Client(base_url=self.url, timeout=timeout, headers=self.auth)
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
@@ -82,21 +112,22 @@ def scripted_app(
 
 @dataclass(frozen=True)
 class Sse:
-    """One server-sent event."""
+    """One server-sent event (``id`` is ``None`` when the event carried none)."""
 
     event: str
     data: dict[str, Any]
+    id: int | None = None
 
 
 def parse_sse(lines: Iterable[str]) -> list[Sse]:
     """Events of an SSE stream (comments and pings skipped, multi-line data joined)."""
     events: list[Sse] = []
-    event, data = "message", []
+    event, data, event_id = "message", [], None
     for line in lines:
         if not line:
             if data:
-                events.append(Sse(event, json.loads("\n".join(data))))
-            event, data = "message", []
+                events.append(Sse(event, json.loads("\n".join(data)), event_id))
+            event, data, event_id = "message", [], None
         elif line.startswith(":"):
             continue
         else:
@@ -106,8 +137,10 @@ def parse_sse(lines: Iterable[str]) -> list[Sse]:
                 event = value
             elif field == "data":
                 data.append(value)
+            elif field == "id":
+                event_id = int(value)
     if data:
-        events.append(Sse(event, json.loads("\n".join(data))))
+        events.append(Sse(event, json.loads("\n".join(data)), event_id))
     return events
 
 

@@ -23,11 +23,22 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in env.items() if not k.startswith("CONTEXTENGINE_")}
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    """Start `contextengine serve` on a free port; yield its base URL."""
+def start_serve(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], str, str]:
+    """Start `contextengine serve` on a free port: the process, its base URL and token."""
     process = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--workspace", str(tmp_path), "-p", "ollama", "-m", "m"],
+        [
+            *CLI,
+            "serve",
+            "--port",
+            "0",
+            "--workspace",
+            str(tmp_path),
+            "-p",
+            "ollama",
+            "-m",
+            "m",
+            *extra,
+        ],
         stderr=subprocess.PIPE,
         text=True,
         env=_env(),
@@ -40,25 +51,39 @@ def served(tmp_path: Path) -> Iterator[str]:
             lines.put(line)
 
     threading.Thread(target=pump, daemon=True).start()
+    seen = []
     try:
-        seen = []
         while True:
             line = lines.get(timeout=STARTUP_S)
             seen.append(line)
-            found = re.search(r"running on (http://127\.0\.0\.1:\d+)", line)
+            found = re.search(r"open (http://127\.0\.0\.1:\d+)/\?token=(\S+)", line)
             if found:
-                yield found.group(1)
-                break
+                return process, found.group(1), found.group(2)
             assert process.poll() is None, "".join(seen)
+    except BaseException:
+        process.terminate()
+        process.wait(timeout=10)
+        raise
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """`contextengine serve` on a free port: its base URL and the token it printed."""
+    process, url, token = start_serve(tmp_path)
+    try:
+        yield url, token
     finally:
         process.terminate()
         process.wait(timeout=10)
 
 
 @pytest.mark.slow
-def test_serve_runs_the_api_and_the_ui(served: str, tmp_path: Path) -> None:
-    with httpx.Client(base_url=served, timeout=10) as client:
+def test_serve_runs_the_api_and_the_ui(served: tuple[str, str], tmp_path: Path) -> None:
+    url, token = served
+    with httpx.Client(base_url=url, timeout=10) as client:
         assert client.get("/").status_code == 200
+        assert client.get("/api/sessions").status_code == 401
+        client.headers["Authorization"] = f"Bearer {token}"
         assert client.get("/api/sessions").json() == {
             "workspace": str(tmp_path.resolve()),
             "sessions": [],
@@ -66,6 +91,37 @@ def test_serve_runs_the_api_and_the_ui(served: str, tmp_path: Path) -> None:
         created = client.post("/api/sessions")
         assert created.status_code == 201
         assert created.json()["model"] == "m"
+
+
+@pytest.mark.slow
+def test_serve_takes_a_token_and_extra_host_names(tmp_path: Path) -> None:
+    process, url, token = start_serve(tmp_path, "--token", "my-token-1", "--allow-host", "box.lan")
+    try:
+        assert token == "my-token-1"
+        auth = {"Authorization": "Bearer my-token-1"}
+        assert (
+            httpx.get(f"{url}/api/sessions", headers={**auth, "Host": "box.lan"}).status_code == 200
+        )
+        assert (
+            httpx.get(f"{url}/api/sessions", headers={**auth, "Host": "b.lan"}).status_code == 403
+        )
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_serve_on_a_port_it_cannot_use_fails_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*CLI, "serve", "--port", "99999", "--workspace", str(tmp_path), "-p", "ollama", "-m", "m"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("contextengine: error: cannot listen on 127.0.0.1:99999")
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.slow

@@ -79,7 +79,7 @@ def test_a_provider_that_cannot_be_built_is_a_json_error(tmp_path: Path) -> None
 
     with (
         LiveServer(create_app(tmp_path, no_key, Config())) as server,
-        httpx.Client(base_url=server.url, timeout=30) as client,
+        server.client() as client,
     ):
         response = client.post("/api/sessions")
         assert response.status_code == 500

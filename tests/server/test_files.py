@@ -28,7 +28,7 @@ def raw_get(client: httpx.Client, path: str) -> tuple[int, dict]:
     url = urlsplit(str(client.base_url))
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers={"Authorization": client.headers["authorization"]})
         response = conn.getresponse()
         return response.status, json.loads(response.read())
     finally:

@@ -106,7 +106,7 @@ def test_a_second_message_while_a_turn_runs_is_refused_with_409(workspace: Path)
 
     with (
         LiveServer(scripted_app(workspace, slow_model)) as server,
-        httpx.Client(base_url=server.url, timeout=30) as client,
+        server.client() as client,
     ):
         sid = new_session(client)
         with client.stream(
@@ -128,7 +128,7 @@ def test_a_second_message_while_a_turn_runs_is_refused_with_409(workspace: Path)
 def test_sessions_survive_a_restart_and_resume(workspace: Path) -> None:
     with (
         LiveServer(scripted_app(workspace)) as server,
-        httpx.Client(base_url=server.url, timeout=30) as client,
+        server.client() as client,
     ):
         sid = new_session(client)
         post_turn(client, sid, "first turn")
@@ -136,7 +136,7 @@ def test_sessions_survive_a_restart_and_resume(workspace: Path) -> None:
     resumed_script = [{"content": "Second turn, answered after the restart."}]
     with (
         LiveServer(scripted_app(workspace, resumed_script)) as server,
-        httpx.Client(base_url=server.url, timeout=30) as client,
+        server.client() as client,
     ):
         listing = client.get("/api/sessions").json()
         assert [s["id"] for s in listing["sessions"]] == [sid]
@@ -154,7 +154,7 @@ def test_sessions_survive_a_restart_and_resume(workspace: Path) -> None:
 def test_a_provider_error_ends_the_turn_with_error_and_done(workspace: Path) -> None:
     with (
         LiveServer(scripted_app(workspace, [])) as server,
-        httpx.Client(base_url=server.url, timeout=30) as client,
+        server.client() as client,
     ):
         sid = new_session(client)
         events = core(post_turn(client, sid, "anything"))
@@ -171,7 +171,7 @@ def test_a_crash_inside_the_agent_still_ends_with_done_and_frees_the_session(
 
     with (
         LiveServer(scripted_app(workspace, broken_model)) as server,
-        httpx.Client(base_url=server.url, timeout=30) as client,
+        server.client() as client,
     ):
         sid = new_session(client)
         for _ in range(2):
@@ -199,7 +199,7 @@ def test_a_client_that_disconnects_does_not_cut_the_turn_short(workspace: Path) 
 
     with (
         LiveServer(scripted_app(workspace, model)) as server,
-        httpx.Client(base_url=server.url, timeout=30) as client,
+        server.client() as client,
     ):
         sid = new_session(client)
         with client.stream("POST", f"/api/sessions/{sid}/messages", json={"message": "go"}) as r:

@@ -293,7 +293,7 @@ def test_opt_out_from_config_and_environment(tmp_path: Path) -> None:
 def test_settings_reach_the_policy() -> None:
     env = {
         "CONTEXTENGINE_SANDBOX_NETWORK": "true",
-        "CONTEXTENGINE_SANDBOX_READ_ONLY_PATHS": f"/opt{os.pathsep}/srv",
+        "CONTEXTENGINE_SANDBOX_READ_ONLY_PATHS": "/opt,/srv",
         "CONTEXTENGINE_SANDBOX_MEMORY_MB": "512",
         "CONTEXTENGINE_SANDBOX_CPU_S": "30",
         "CONTEXTENGINE_SANDBOX_FILE_SIZE_MB": "8",

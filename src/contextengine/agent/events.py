@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-RunStatus = Literal["completed", "max_steps", "needs_human", "error"]
+RunStatus = Literal["completed", "max_steps", "needs_human", "error", "cancelled"]
 
 
 @dataclass(frozen=True)

@@ -214,14 +214,16 @@ class Agent:
                 return event.result
         raise ContextEngineError("the agent stopped without a result")
 
-    async def astream(self, message: str) -> AsyncIterator[AgentEvent]:
+    async def astream(
+        self, message: str, cancel: threading.Event | None = None
+    ) -> AsyncIterator[AgentEvent]:
         """``stream`` for asyncio code: the loop runs in a worker thread."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[AgentEvent | BaseException | None] = asyncio.Queue()
 
         def work() -> None:
             try:
-                for event in self.stream(message):
+                for event in self.stream(message, cancel):
                     loop.call_soon_threadsafe(queue.put_nowait, event)
             except BaseException as exc:  # handed to the consumer, not lost in the thread
                 loop.call_soon_threadsafe(queue.put_nowait, exc)
@@ -233,8 +235,12 @@ class Agent:
                 raise item
             yield item
 
-    def stream(self, message: str) -> Iterator[AgentEvent]:
-        """Run one user turn, yielding events; the last event is ``Done``."""
+    def stream(self, message: str, cancel: threading.Event | None = None) -> Iterator[AgentEvent]:
+        """Run one user turn, yielding events; the last event is ``Done``.
+
+        Setting ``cancel`` stops the turn before its next step (a batch of tool calls
+        always runs to its end): it ends with ``Done`` and status ``cancelled``.
+        """
         close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
         if self.compactor.needed(self.last_input_tokens + self._scaled(count_tokens(text))):
@@ -245,6 +251,10 @@ class Agent:
         retried_answer = False
         rebooting: str | None = None  # the reboot prompt while a 3-strike reboot is due
         for step in range(self.config.max_steps):
+            if cancel is not None and cancel.is_set():
+                stopped = RunResult("", self.session_dir, "cancelled", step, _CANCELLED)
+                yield from self._finish(stopped)
+                return
             yield from self._apply(self.harness.before_step(step))
             context = LiveContext(live, round_start, self._tail())
             if rebooting is None and (decision := self.pruner.decide()) is not None:
@@ -530,6 +540,7 @@ def _bpe(request: Request) -> int:
     return sum(count_tokens(chunk) for chunk in request.chunks)
 
 
+_CANCELLED = "the turn was stopped (cancelled) before its next step"
 _SHORT_ANSWER = (
     "Your final answer was empty or too short. Give the user a complete final answer: "
     "what you did, what you found, and how you checked it."

@@ -1,12 +1,17 @@
 """The FastAPI app: JSON API for sessions, SSE turns, memory, artifacts, usage; the web UI.
 
-API (all JSON; errors are ``{"error": "..."}``), documented in docs/server.md:
+API (all JSON; errors are ``{"error": "..."}``), documented in docs/server.md. Every
+``/api`` call needs the token (``Authorization: Bearer`` or the cookie ``GET /?token=``
+sets); ``guard.py`` also checks Host, Origin and body size.
 
+    GET  /api/server                            loaded agents, open channels, running turns
     GET  /api/sessions                          workspace and sessions, newest first
     POST /api/sessions                          start a session                 -> 201
-    GET  /api/sessions/{id}                     one session
+    GET  /api/sessions/{id}                     one session (with its running turn)
     GET  /api/sessions/{id}/history             its recorded entries
     POST /api/sessions/{id}/messages            {"message": str} -> SSE stream of the turn
+    GET  /api/sessions/{id}/events              SSE events after Last-Event-ID
+    POST /api/sessions/{id}/cancel              stop the running turn at its next step
     GET  /api/sessions/{id}/memory              the three working-memory files
     GET  /api/sessions/{id}/memory/{name}       one of them
     GET  /api/sessions/{id}/artifacts           files under artifacts/
@@ -16,29 +21,34 @@ API (all JSON; errors are ``{"error": "..."}``), documented in docs/server.md:
 
 from __future__ import annotations
 
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, field_validator
-from sse_starlette import EventSourceResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from contextengine.config import Config
 from contextengine.measure.report import usage_report
 from contextengine.measure.usage_log import read_usage
-from contextengine.server.errors import install_error_handlers
+from contextengine.server.channel import SessionChannel, Subscription
+from contextengine.server.errors import ApiError, install_error_handlers
 from contextengine.server.files import (
     list_artifacts,
     read_artifact,
     read_memory,
     read_memory_file,
 )
+from contextengine.server.guard import NO_TOKEN, TOKEN_COOKIE, Guard, GuardSettings
 from contextengine.server.history import iter_entries
-from contextengine.server.sse import stream_turn
 from contextengine.server.store import ProviderFactory, SessionStore
 from contextengine.session.layout import SessionLayout
 
@@ -61,18 +71,55 @@ class MessageIn(BaseModel):
 
 
 def create_app(
-    workspace: Path, provider_factory: ProviderFactory, config: Config | None = None
+    workspace: Path,
+    provider_factory: ProviderFactory,
+    config: Config | None = None,
+    *,
+    token: str | None = None,
+    hosts: Iterable[str] = (),
 ) -> FastAPI:
-    """The server for sessions in ``workspace``; each session gets ``provider_factory()``."""
-    store = SessionStore(workspace, provider_factory, config or Config.load())
-    app = FastAPI(title="contextengine", docs_url=None, redoc_url=None)
+    """The server for sessions in ``workspace``; each session gets ``provider_factory()``.
+
+    ``token`` (else ``config.server_token``, else a new random one, in ``app.state.token``)
+    guards the API; ``hosts`` are Host names allowed besides localhost and the configured ones.
+    """
+    settings = config or Config.load()
+    store = SessionStore(workspace, provider_factory, settings)
+    api_token = token or settings.server_token or secrets.token_urlsafe(24)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        sweeper = asyncio.create_task(_evict_idle(store))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+
+    app = FastAPI(title="contextengine", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.store = store
+    app.state.token = api_token
+    guard = GuardSettings.of(
+        api_token, [*settings.server_allowed_hosts, *hosts], settings.server_max_body_bytes
+    )
+    app.add_middleware(Guard, settings=guard)
     install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
-    @app.get("/", include_in_schema=False)
-    def index() -> FileResponse:
-        return FileResponse(STATIC_DIR / "index.html")
+    @app.get("/", include_in_schema=False, response_model=None)
+    def index(token: str | None = None) -> Response:
+        if token is None:
+            return FileResponse(STATIC_DIR / "index.html")
+        if not guard.token_matches(token):
+            raise ApiError(401, NO_TOKEN)
+        # The token moves into a cookie (EventSource cannot send headers) and out of the
+        # address bar and the history.
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+        return response
+
+    @app.get("/api/server")
+    def server_status() -> dict[str, Any]:
+        return asdict(store.status())
 
     @app.get("/api/sessions")
     def list_sessions() -> dict[str, Any]:
@@ -96,15 +143,30 @@ def create_app(
 
     @app.post("/api/sessions/{session_id}/messages")
     async def post_message(session_id: str, body: MessageIn) -> EventSourceResponse:
-        await run_in_threadpool(store.directory, session_id)
-        store.claim(session_id)
-        try:
-            agent = await run_in_threadpool(store.agent, session_id)
-        except BaseException:
-            store.release(session_id)
-            raise
-        events = stream_turn(agent, body.message, lambda: store.release(session_id))
-        return EventSourceResponse(events)
+        channel = await run_in_threadpool(store.channel, session_id)
+        channel.check_free()
+        agent = await run_in_threadpool(store.agent, session_id)
+        subscription = channel.start(agent, body.message)
+        return EventSourceResponse(_sse(channel, subscription))
+
+    @app.get("/api/sessions/{session_id}/events", response_model=None)
+    async def events(
+        session_id: str, request: Request, last_event_id: int = 0
+    ) -> EventSourceResponse | Response:
+        after = _last_event_id(request.headers.get("last-event-id"), last_event_id)
+        channel = await run_in_threadpool(store.channel, session_id)
+        subscription = await channel.subscribe(after)
+        if subscription.empty:
+            # 204 tells an EventSource to stop reconnecting: there is nothing to follow.
+            return Response(status_code=204)
+        return EventSourceResponse(_sse(channel, subscription))
+
+    @app.post("/api/sessions/{session_id}/cancel", status_code=202)
+    async def cancel(session_id: str) -> dict[str, Any]:
+        channel = await run_in_threadpool(store.channel, session_id)
+        if not channel.cancel():
+            raise ApiError(409, f"session {session_id!r} is not running a turn")
+        return {"cancelling": True, "turn": asdict(channel.turn) if channel.turn else None}
 
     @app.get("/api/sessions/{session_id}/memory")
     def memory(session_id: str) -> dict[str, Any]:
@@ -132,3 +194,30 @@ def create_app(
         return usage_report(directory, records).as_dict()
 
     return app
+
+
+async def _sse(
+    channel: SessionChannel, subscription: Subscription
+) -> AsyncIterator[ServerSentEvent]:
+    async for event in channel.events(subscription):
+        yield ServerSentEvent(data=event.data, event=event.event, id=str(event.id))
+
+
+def _last_event_id(header: str | None, query: int) -> int:
+    """The id to continue after: the ``Last-Event-ID`` header wins (EventSource reconnects)."""
+    if header is None or not header.strip():
+        after = query
+    elif header.strip().isdigit():
+        after = int(header.strip())
+    else:
+        raise ApiError(400, f"Last-Event-ID must be an event id (a number), not {header!r}")
+    if after < 0:
+        raise ApiError(400, f"last_event_id must not be negative, got {after}")
+    return after
+
+
+async def _evict_idle(store: SessionStore) -> None:
+    period = min(max(store.config.server_idle_s / 2, 0.1), 60.0)
+    while True:
+        await asyncio.sleep(period)
+        store.evict_idle()

@@ -1,25 +1,35 @@
-"""The server's sessions: found on disk, one agent each, one turn at a time.
+"""The server's sessions: found on disk, one agent and one event channel each.
 
 Sessions are discovered from the session root on every lookup, so a session made before
-a restart (or by the CLI) is listed and resumed like any other.
+a restart (or by the CLI) is listed and resumed like any other. Loaded agents and channels
+not used for ``Config.server_idle_s`` are closed and dropped (``evict_idle``), so memory
+stays bounded however many sessions are opened.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from contextengine.agent.loop import META_FILE, Agent
 from contextengine.config import Config
 from contextengine.providers.base import Provider
+from contextengine.server.channel import SessionChannel, TurnInfo
 from contextengine.server.errors import ApiError
+from contextengine.server.eventlog import EventLog
 from contextengine.server.history import read_header, session_title
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
 
 ProviderFactory = Callable[[], Provider]
+
+# The session list may lag sessions made outside the server (the CLI) by this long; a
+# session looked up by id is always searched on disk afresh.
+SCAN_MAX_AGE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -31,10 +41,20 @@ class SessionInfo:
     model: str
     title: str
     busy: bool
+    turn: TurnInfo | None
+
+
+@dataclass(frozen=True)
+class StoreStatus:
+    """What the server holds in memory now: loaded agents, open channels, running turns."""
+
+    agents: int
+    channels: int
+    turns: int
 
 
 class SessionStore:
-    """The sessions of one workspace, their loaded agents, and which one is mid-turn."""
+    """The sessions of one workspace, their loaded agents and their event channels."""
 
     def __init__(self, workspace: Path, provider_factory: ProviderFactory, config: Config) -> None:
         self.workspace = Path(workspace).resolve()
@@ -42,19 +62,33 @@ class SessionStore:
         self.root = Path(config.root) if config.root else self.workspace / DEFAULT_ROOT_NAME
         self._provider_factory = provider_factory
         self._agents: dict[str, Agent] = {}
-        self._busy: set[str] = set()
+        self._used: dict[str, float] = {}
+        self._channels: dict[str, SessionChannel] = {}
+        self._metas: dict[Path, dict[str, Any]] = {}
+        self._titles: dict[Path, tuple[str, str]] = {}
+        self._scanned: tuple[float, dict[str, Path]] = (float("-inf"), {})
         self._lock = threading.Lock()
+
+    def status(self) -> StoreStatus:
+        """How much the server holds in memory now."""
+        with self._lock:
+            turns = sum(1 for c in self._channels.values() if c.turn is not None)
+            return StoreStatus(len(self._agents), len(self._channels), turns)
 
     def create(self) -> SessionInfo:
         """Start a new session in the workspace."""
         agent = Agent(self._provider_factory(), self.workspace, self.config)
         with self._lock:
             self._agents[agent.session.id] = agent
+            self._used[agent.session.id] = time.monotonic()
         return self.info(agent.session.id)
 
     def sessions(self) -> list[SessionInfo]:
         """Every session of the workspace on disk, newest first."""
-        found = [self._describe(sid, directory) for sid, directory in self._scan().items()]
+        with self._lock:
+            loaded = {sid: agent.session_dir for sid, agent in self._agents.items()}
+        on_disk = {**self._scan(max_age=SCAN_MAX_AGE_S), **loaded}
+        found = [self._describe(sid, directory) for sid, directory in on_disk.items()]
         return sorted(found, key=lambda s: (s.created, s.id), reverse=True)
 
     def info(self, session_id: str) -> SessionInfo:
@@ -72,58 +106,91 @@ class SessionStore:
             raise ApiError(404, f"no session {session_id!r} in workspace {self.workspace}")
         return directory
 
-    def claim(self, session_id: str) -> None:
-        """Mark the session mid-turn, or a 409 when a turn is already running."""
+    def channel(self, session_id: str) -> SessionChannel:
+        """The session's event channel, opened on first use."""
         with self._lock:
-            if session_id in self._busy:
-                raise ApiError(
-                    409,
-                    f"session {session_id!r} is already running a turn; "
-                    "wait for its 'done' event before sending another message",
-                )
-            self._busy.add(session_id)
-
-    def release(self, session_id: str) -> None:
-        """The session's turn is over (calling it twice is harmless)."""
-        with self._lock:
-            self._busy.discard(session_id)
+            channel = self._channels.get(session_id)
+        if channel is None:
+            log = EventLog(SessionLayout(self.directory(session_id)).events)
+            with self._lock:
+                channel = self._channels.setdefault(session_id, SessionChannel(session_id, log))
+        channel.last_used = time.monotonic()
+        return channel
 
     def agent(self, session_id: str) -> Agent:
         """The session's agent, resumed from disk on first use."""
         with self._lock:
             agent = self._agents.get(session_id)
-        if agent is not None:
-            return agent
-        agent = Agent.resume(self.directory(session_id), self._provider_factory(), self.config)
-        with self._lock:
-            return self._agents.setdefault(session_id, agent)
+            self._used[session_id] = time.monotonic()
+        if agent is None:
+            loaded = Agent.resume(self.directory(session_id), self._provider_factory(), self.config)
+            with self._lock:
+                agent = self._agents.setdefault(session_id, loaded)
+            if agent is not loaded:
+                loaded.session.close()
+        return agent
 
-    def _scan(self) -> dict[str, Path]:
+    def evict_idle(self) -> None:
+        """Close and drop agents and channels unused for ``server_idle_s`` and not mid-turn."""
+        oldest = time.monotonic() - self.config.server_idle_s
+        with self._lock:
+            for sid, channel in list(self._channels.items()):
+                if channel.idle and channel.last_used < oldest:
+                    del self._channels[sid]
+                    channel.close()
+            for sid, agent in list(self._agents.items()):
+                if sid not in self._channels and self._used.get(sid, 0.0) < oldest:
+                    del self._agents[sid]
+                    self._used.pop(sid, None)
+                    agent.session.close()
+
+    def _scan(self, max_age: float = 0.0) -> dict[str, Path]:
+        """The workspace's sessions on disk (a listing at most ``max_age`` seconds old)."""
+        with self._lock:
+            scanned_at, found = self._scanned
+        if time.monotonic() - scanned_at <= max_age:
+            return found
         base = self.root / self.config.org / self.config.team
-        found: dict[str, Path] = {}
+        found = {}
         for meta_path in base.glob(f"*/*/{META_FILE}"):
             if not SessionLayout(meta_path.parent).log.is_file():
                 continue  # a creation that was killed before its log appeared
-            try:
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if isinstance(meta, dict) and meta.get("workspace") == str(self.workspace):
+            if self._meta(meta_path.parent).get("workspace") == str(self.workspace):
                 found[meta_path.parent.name] = meta_path.parent
+        with self._lock:
+            self._scanned = (time.monotonic(), found)
         return found
 
-    def _describe(self, session_id: str, directory: Path) -> SessionInfo:
-        log = SessionLayout(directory).log
-        try:
-            meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = {}
+    def _meta(self, directory: Path) -> dict[str, Any]:
+        # session.json is written once, when the session is made: read it once.
         with self._lock:
-            busy = session_id in self._busy
+            meta = self._metas.get(directory)
+        if meta is None:
+            try:
+                loaded = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return {}
+            meta = loaded if isinstance(loaded, dict) else {}
+            with self._lock:
+                self._metas[directory] = meta
+        return meta
+
+    def _describe(self, session_id: str, directory: Path) -> SessionInfo:
+        with self._lock:
+            titled = self._titles.get(directory)
+            channel = self._channels.get(session_id)
+        if titled is None:
+            log = SessionLayout(directory).log
+            titled = (str(read_header(log).get("created", "")), session_title(log))
+            if titled[1]:  # the first user message never changes once it is there
+                with self._lock:
+                    self._titles[directory] = titled
+        turn = channel.turn if channel is not None else None
         return SessionInfo(
             id=session_id,
-            created=str(read_header(log).get("created", "")),
-            model=str(meta.get("model", "")) if isinstance(meta, dict) else "",
-            title=session_title(log),
-            busy=busy,
+            created=titled[0],
+            model=str(self._meta(directory).get("model", "")),
+            title=titled[1],
+            busy=turn is not None,
+            turn=turn,
         )

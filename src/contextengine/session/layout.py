@@ -57,6 +57,11 @@ class SessionLayout:
         return self.directory / "usage.jsonl"
 
     @property
+    def events(self) -> Path:
+        """The server's numbered record of the session's streamed events (SSE resume)."""
+        return self.directory / "events.jsonl"
+
+    @property
     def artifacts(self) -> Path:
         """Externalized observations and other outputs."""
         return self.directory / "artifacts"

@@ -18,6 +18,7 @@ const state = {
   memoryFile: 'task_plan.md',
   memory: {},
   running: false,
+  lastEventId: null,
 };
 
 const $ = (selector) => document.querySelector(selector);
@@ -42,7 +43,8 @@ async function api(path, options) {
 
 const sessionPath = (rest) => `/api/sessions/${encodeURIComponent(state.session)}${rest}`;
 
-// POST a message and hand each server-sent event to onEvent(type, payload).
+// POST a message and hand each server-sent event to onEvent(type, payload, id). Returns
+// whether `done` arrived; a stream cut short leaves the turn running on the server.
 async function streamTurn(sessionId, message, onEvent) {
   const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/messages`, {
     method: 'POST',
@@ -56,26 +58,55 @@ async function streamTurn(sessionId, message, onEvent) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   let sawDone = false;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let boundary;
-    while ((boundary = buffer.search(/\r?\n\r?\n/)) !== -1) {
-      const block = buffer.slice(0, boundary);
-      buffer = buffer.slice(boundary).replace(/^\r?\n\r?\n/, '');
-      const event = parseSseBlock(block);
-      if (event) {
-        if (event.type === 'done') sawDone = true;
-        onEvent(event.type, event.data);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let boundary;
+      while ((boundary = buffer.search(/\r?\n\r?\n/)) !== -1) {
+        const block = buffer.slice(0, boundary);
+        buffer = buffer.slice(boundary).replace(/^\r?\n\r?\n/, '');
+        const event = parseSseBlock(block);
+        if (event) {
+          if (event.type === 'done') sawDone = true;
+          onEvent(event.type, event.data, event.id);
+        }
       }
     }
+  } catch {
+    // The connection broke; the caller re-attaches after the last event it saw.
   }
-  if (!sawDone) throw new Error('the connection closed before the turn ended');
+  return sawDone;
+}
+
+// Follow a session's events after `afterId` (recorded ones, then the running turn's live
+// ones) until `done`. EventSource resumes by itself after a network error, sending the
+// last id it saw as Last-Event-ID.
+function followEvents(sessionId, afterId, onEvent) {
+  return new Promise((resolve) => {
+    const url = `/api/sessions/${encodeURIComponent(sessionId)}/events?last_event_id=${afterId}`;
+    const source = new EventSource(url);
+    const finish = () => {
+      source.close();
+      resolve();
+    };
+    for (const type of Object.keys(HANDLERS)) {
+      source.addEventListener(type, (message) => {
+        onEvent(type, JSON.parse(message.data), Number(message.lastEventId));
+        if (type === 'done') finish();
+      });
+    }
+    source.onerror = () => {
+      // A 204 (nothing left to follow) or a refused request closes it for good.
+      if (source.readyState === EventSource.CLOSED) finish();
+    };
+  });
 }
 
 function parseSseBlock(block) {
   let type = 'message';
+  let id = null;
   const data = [];
   for (const line of block.split(/\r?\n/)) {
     if (!line || line.startsWith(':')) continue;
@@ -84,9 +115,10 @@ function parseSseBlock(block) {
     const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
     if (field === 'event') type = value;
     else if (field === 'data') data.push(value);
+    else if (field === 'id') id = Number(value);
   }
   if (!data.length) return null;
-  return { type, data: JSON.parse(data.join('\n')) };
+  return { type, id, data: JSON.parse(data.join('\n')) };
 }
 
 // ---------------------------------------------------------------- markdown (minimal, safe)
@@ -371,6 +403,9 @@ function onDone(turn, payload) {
   if (result.status === 'completed') {
     if (turn.lastStep) turn.lastStep.remove();
     addAnswer(turn, result.final_answer);
+  } else if (result.status === 'cancelled') {
+    turn.node.append(el('div', 'stopped', `Stopped after ${result.steps} step(s).`));
+    scrollChat();
   } else {
     onError(turn, { error_class: `run ended: ${result.status}`, message: result.error || '' });
   }
@@ -395,7 +430,7 @@ const HANDLERS = {
 };
 
 // Recorded entries of an existing session, drawn with the same blocks as live events.
-function renderHistory(entries) {
+function renderHistory(entries, runningTurn) {
   clearChat();
   let turn = null;
   const agentTurn = () => turn || (turn = newTurn());
@@ -445,7 +480,9 @@ function renderHistory(entries) {
         break;
     }
   }
-  if (!entries.length) showEmptyChat('No messages yet in this session. Ask the agent something.');
+  if (!entries.length && !runningTurn) {
+    showEmptyChat('No messages yet in this session. Ask the agent something.');
+  }
   scrollChat();
 }
 
@@ -459,8 +496,27 @@ function setRunning(running) {
   document.body.dataset.turn = running ? 'running' : 'idle';
   $('#send').disabled = running;
   $('#send').textContent = running ? 'Running…' : 'Send';
+  $('#stop').hidden = !running;
+  $('#stop').disabled = false;
+  $('#stop').textContent = 'Stop';
   $('#new-session').disabled = running;
   $('#session-select').disabled = running;
+}
+
+// Hands a turn's events to their handlers, remembering the last id seen.
+function eventSink(turn) {
+  return (type, payload, id) => {
+    if (id) state.lastEventId = id;
+    const handler = HANDLERS[type];
+    if (handler) handler(turn, payload);
+  };
+}
+
+function turnEnded() {
+  setRunning(false);
+  refreshUsage();
+  refreshSessions();
+  if (state.tab === 'artifacts') loadArtifacts();
 }
 
 async function send(text) {
@@ -473,18 +529,40 @@ async function send(text) {
     if (empty) empty.remove();
     addUser(text);
     turn = newTurn();
-    await streamTurn(state.session, text, (type, payload) => {
-      const handler = HANDLERS[type];
-      if (handler) handler(turn, payload);
-    });
+    state.lastEventId = null;
+    const sink = eventSink(turn);
+    const sawDone = await streamTurn(state.session, text, sink);
+    if (!sawDone && state.lastEventId) await followEvents(state.session, state.lastEventId, sink);
+    else if (!sawDone) throw new Error('the connection closed before the turn started');
   } catch (error) {
     if (turn) onError(turn, { error_class: 'request failed', message: error.message });
     else toast(error.message);
   } finally {
-    setRunning(false);
-    refreshUsage();
-    refreshSessions();
-    if (state.tab === 'artifacts') loadArtifacts();
+    turnEnded();
+  }
+}
+
+// After a reload: draw the running turn from its first event and follow it to its end.
+async function reattach(turnInfo) {
+  setRunning(true);
+  addUser(turnInfo.message);
+  const turn = newTurn();
+  try {
+    await followEvents(state.session, turnInfo.first_event_id - 1, eventSink(turn));
+  } finally {
+    turnEnded();
+  }
+}
+
+async function stopTurn() {
+  if (!state.running || !state.session) return;
+  $('#stop').disabled = true;
+  try {
+    await api(sessionPath('/cancel'), { method: 'POST' });
+    if (state.running) $('#stop').textContent = 'Stopping…';
+  } catch (error) {
+    toast(error.message);
+    $('#stop').disabled = false;
   }
 }
 
@@ -492,7 +570,8 @@ async function send(text) {
 
 async function refreshSessions() {
   const data = await api('/api/sessions').catch((error) => {
-    toast(error.message);
+    // Without the token nothing else works: say so where the chat would be.
+    showEmptyChat(error.message);
     return null;
   });
   if (!data) return [];
@@ -524,14 +603,19 @@ async function openSession(id) {
   state.session = id;
   location.hash = `session=${encodeURIComponent(id)}`;
   state.memory = {};
-  const data = await api(sessionPath('/history')).catch((error) => {
+  const fail = (error) => {
     toast(error.message);
-    return { entries: [] };
-  });
-  renderHistory(data.entries);
+    return null;
+  };
+  // The session first: a turn that ends meanwhile is still drawn from its events.
+  const info = await api(sessionPath('')).catch(fail);
+  const data = (await api(sessionPath('/history')).catch(fail)) || { entries: [] };
+  const running = info && info.turn;
+  renderHistory(running ? data.entries.slice(0, running.entry_index) : data.entries, running);
   refreshUsage();
   if (state.tab === 'memory') loadMemory();
   if (state.tab === 'artifacts') loadArtifacts();
+  if (running) reattach(running);
 }
 
 async function refreshUsage() {
@@ -688,6 +772,7 @@ async function start() {
       renderMemory();
     });
   }
+  $('#stop').addEventListener('click', stopTurn);
   $('#new-session').addEventListener('click', () => newSession().catch((error) => toast(error.message)));
   $('#session-select').addEventListener('change', (event) => {
     if (event.target.value) openSession(event.target.value);
