@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
+import click
 import typer
 from rich.console import Console
 
@@ -25,6 +26,7 @@ from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.commands import replay_command, report_command
 from contextengine.providers.factory import PROVIDER_NAMES
+from contextengine.untrusted import valid_text
 
 app = typer.Typer(
     name="contextengine",
@@ -43,6 +45,16 @@ ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model na
 BaseUrlOption = Annotated[str | None, typer.Option(help="Server URL for self-hosted providers.")]
 WorkspaceOption = Annotated[
     Path, typer.Option("--workspace", "-w", help="The folder the agent works in.")
+]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout", help="Seconds a model call may wait for its next bytes (default 120)."
+    ),
+]
+RetriesOption = Annotated[
+    int | None,
+    typer.Option("--retries", help="Retries of a failed or broken model call (default 2)."),
 ]
 ConfigOption = Annotated[
     Path | None,
@@ -140,6 +152,8 @@ def run(
         Path | None, typer.Option(help="Continue the session in this folder.")
     ] = None,
     config: ConfigOption = None,
+    timeout: TimeoutOption = None,
+    retries: RetriesOption = None,
 ) -> None:
     """Run the agent on a task in a workspace (or chat with it interactively)."""
     from contextengine.agent.loop import Agent
@@ -147,8 +161,8 @@ def run(
 
     if protocol not in ("native", "text"):
         raise ContextEngineError(f"--protocol must be 'native' or 'text', not {protocol!r}")
-    settings = Config.load(config)
-    chosen = make_provider(provider, model, base_url=base_url)
+    settings = _settings(config, timeout, retries)
+    chosen = make_provider(provider, model, base_url=base_url, **_http(settings))
     if resume is not None:
         agent = Agent.resume(resume, chosen, settings)
     else:
@@ -165,12 +179,16 @@ def run(
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 8765,
+    port: Annotated[
+        int, typer.Option(help="Port to listen on (0 picks a free one).", min=0, max=65535)
+    ] = 8765,
     workspace: WorkspaceOption = Path("."),
     provider: ProviderOption = "openai",
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
     config: ConfigOption = None,
+    timeout: TimeoutOption = None,
+    retries: RetriesOption = None,
 ) -> None:
     """Serve the HTTP API (SSE events) and the web UI for sessions in a workspace."""
     try:
@@ -183,10 +201,11 @@ def serve(
         ) from exc
     from contextengine.providers.factory import make_provider
 
-    settings = Config.load(config)
-    make_provider(provider, model, base_url=base_url)  # a bad name, model or key fails now
+    settings = _settings(config, timeout, retries)
+    http = _http(settings)
+    make_provider(provider, model, base_url=base_url, **http)  # a bad name/model/key fails now
     application = create_app(
-        workspace, lambda: make_provider(provider, model, base_url=base_url), settings
+        workspace, lambda: make_provider(provider, model, base_url=base_url, **http), settings
     )
     sys.stderr.write(f"contextengine: serving {workspace.resolve()} on http://{host}:{port}/\n")
     uvicorn.run(application, host=host, port=port, log_level="info")
@@ -194,6 +213,19 @@ def serve(
 
 app.command("replay")(replay_command)
 app.command("report")(report_command)
+
+
+def _settings(config: Path | None, timeout: float | None, retries: int | None) -> Config:
+    """The config file's settings with the command line's ``--timeout`` / ``--retries``."""
+    settings = Config.load(config)
+    changes = {"request_timeout_s": timeout, "max_retries": retries}
+    given = {name: value for name, value in changes.items() if value is not None}
+    return settings.with_flags(**given) if given else settings
+
+
+def _http(settings: Config) -> dict[str, float | int]:
+    """The provider options that come from the settings."""
+    return {"timeout_s": settings.request_timeout_s, "max_retries": settings.max_retries}
 
 
 def _prompt_lines():  # type: ignore[no-untyped-def]
@@ -217,16 +249,31 @@ def _escape(text: str) -> str:
 
 
 def main() -> None:
-    """Entry point: user mistakes become one line on stderr and a non-zero exit."""
+    """Entry point: user mistakes become one line on stderr and exit 2, never a traceback."""
     try:
-        app()
+        code = app(standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        sys.stdout.write(exc.format_message() + "\n")
+        code = 0
+    except click.ClickException as exc:
+        _fail(exc.format_message())
     except ContextEngineError as exc:
-        message = " ".join(str(exc).split())
-        sys.stderr.write(f"contextengine: error: {message}\n")
-        sys.exit(2)
-    except KeyboardInterrupt:
+        _fail(str(exc))
+    except OSError as exc:
+        # The system refused a file or socket operation the user's input asked for.
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(f"{where}{exc.strerror or exc}")
+    except (KeyboardInterrupt, click.exceptions.Abort):
         sys.stderr.write("contextengine: interrupted\n")
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str) -> NoReturn:
+    """Write ``message`` as one ``error:`` line on stderr and exit 2."""
+    line = valid_text(" ".join(message.split()))
+    sys.stderr.write(f"contextengine: error: {line}\n")
+    sys.exit(2)
 
 
 if __name__ == "__main__":

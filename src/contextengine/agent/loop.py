@@ -33,6 +33,7 @@ from contextengine.agent.events import (
 from contextengine.agent.harness import build_harness
 from contextengine.agent.hooks import Harness, HookResult
 from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
+from contextengine.agent.replies import valid_reply
 from contextengine.agent.text_protocol import parse_text_reply
 from contextengine.compress.externalize import CompressedRef, Externalizer
 from contextengine.compress.observation import ObservationProcessor
@@ -67,6 +68,7 @@ from contextengine.tools.mask import ToolMask
 from contextengine.tools.registry import Toolset, default_toolset
 from contextengine.tools.workspace import Workspace
 from contextengine.types import ModelReply, ReasoningDelta, ReplyDone, TextDelta, ToolCall
+from contextengine.untrusted import valid_text
 
 MIN_FINAL_ANSWER_CHARS = 10
 NO_TOOLS = ToolMask(allow=(), mode="auto")
@@ -153,6 +155,8 @@ class Agent:
         cls, session_dir: str | Path, provider: Provider, config: Config | None = None
     ) -> Agent:
         """Continue a recorded session (after a crash or restart) with nothing lost."""
+        if not Path(session_dir).is_dir():
+            raise ContextEngineError(f"{session_dir}: not a session folder")
         session = Session.open(session_dir)
         try:
             meta = json.loads((session.directory / META_FILE).read_text(encoding="utf-8"))
@@ -160,7 +164,12 @@ class Agent:
             raise ContextEngineError(
                 f"{session.directory}: not an agent session ({META_FILE} unreadable: {exc})"
             ) from None
-        return cls(provider, meta["workspace"], config, _session=session)
+        workspace = meta.get("workspace") if isinstance(meta, dict) else None
+        if not isinstance(workspace, str) or not workspace or "\0" in workspace:
+            raise ContextEngineError(
+                f"{session.directory / META_FILE}: no valid 'workspace' path recorded"
+            )
+        return cls(provider, workspace, config, _session=session)
 
     def recover(self, ref: CompressedRef | str) -> str:
         """The original text behind a ``compressed_ref`` (object or its JSON), byte for byte."""
@@ -330,11 +339,11 @@ class Agent:
         reply: ModelReply | None = None
         for event in self.provider.stream(request):
             if isinstance(event, TextDelta):
-                yield Thinking(event.text)
+                yield Thinking(valid_text(event.text))
             elif isinstance(event, ReasoningDelta):
-                yield Thinking(event.text, reasoning=True)
+                yield Thinking(valid_text(event.text), reasoning=True)
             elif isinstance(event, ReplyDone):
-                reply = event.reply
+                reply = valid_reply(event.reply)
         if reply is None:
             raise ProviderError("the provider's stream ended without a reply")
         return (yield from self._account(request, reply, report, started))
