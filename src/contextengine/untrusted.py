@@ -18,6 +18,7 @@ MAX_JSON_DEPTH = 100
 """Deepest nesting of arrays/objects accepted from outside (tool arguments nest a few levels)."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _refuse_constant(name: str) -> float:
@@ -35,23 +36,35 @@ _DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite
 
 
 def parse_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """``text`` parsed as strict JSON; ``ValueError`` for anything else (see module doc)."""
-    try:
-        value = _DECODER.decode(text)
-    except RecursionError:
-        raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
-    check_depth(value, max_depth)
+    """``text`` parsed as strict JSON with valid strings; ``ValueError`` for anything else."""
+    value, end = parse_json_prefix(text, max_depth)
+    if text[end:].strip():
+        raise ValueError(f"extra data after the JSON value at character {end}")
     return value
 
 
 def parse_json_prefix(text: str, max_depth: int = MAX_JSON_DEPTH) -> tuple[Any, int]:
-    """The strict JSON value at the start of ``text`` and where it ends."""
+    """The strict JSON value at the start of ``text`` (leading blanks allowed) and its end."""
+    start = len(text) - len(text.lstrip())
     try:
-        value, end = _DECODER.raw_decode(text)
+        value, end = _DECODER.raw_decode(text, start)
     except RecursionError:
         raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
     check_depth(value, max_depth)
+    if _SURROGATE_ESCAPE.search(text, start, end) or _SURROGATE.search(text, start, end):
+        value = _valid_strings(value)
     return value, end
+
+
+def _valid_strings(value: Any) -> Any:
+    """``value`` with ``valid_text`` applied to every string (its depth is already bounded)."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, list):
+        return [_valid_strings(v) for v in value]
+    if isinstance(value, dict):
+        return {valid_text(k): _valid_strings(v) for k, v in value.items()}
+    return value
 
 
 def check_depth(value: Any, max_depth: int = MAX_JSON_DEPTH) -> None:

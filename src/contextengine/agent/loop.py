@@ -210,6 +210,7 @@ class Agent:
 
     def stream(self, message: str) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``."""
+        message = valid_text(message)
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
         if self.compactor.needed(self.last_input_tokens, len(text)):
             yield from self._compact(LiveContext(tail=self._tail()))

@@ -25,13 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
-import httpx
 
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.providers.base import StreamingProvider
 from contextengine.providers.retry import (
-    BROKEN_STREAM_ERRORS,
     DEFAULT_BACKOFF_S,
     BrokenReplyError,
     retried,
@@ -137,7 +135,7 @@ class AnthropicProvider(StreamingProvider):
                 for event in stream:
                     yield from acc.add(event)
             reply = acc.reply(self.model, time.monotonic() - started)
-        except (anthropic.AnthropicError, httpx.HTTPError, *BROKEN_STREAM_ERRORS) as exc:
+        except Exception as exc:  # the SDK, its HTTP library or a field: the reply is broken
             raise BrokenReplyError(f"{where}: broken reply stream: {brief_error(exc)}") from exc
         if not acc.stopped:
             raise BrokenReplyError(f"{where}: the reply stream ended before message_stop")

@@ -20,16 +20,6 @@ DEFAULT_BACKOFF_S = 0.5
 
 MAX_BACKOFF_S = 8.0
 
-BROKEN_STREAM_ERRORS: tuple[type[Exception], ...] = (
-    ValueError,  # an event that is not JSON, or deeper than the parser allows
-    TypeError,  # a field of the wrong type
-    AttributeError,  # an event without the fields of its type
-    KeyError,
-    IndexError,
-    RecursionError,
-)
-"""What reading a 200 reply of the wrong shape raises inside an SDK or an accumulator."""
-
 
 class BrokenReplyError(ProviderError):
     """A 200 reply that is not a complete, well-formed reply stream (retried)."""
