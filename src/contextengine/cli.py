@@ -7,7 +7,6 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, NoReturn
 
-import click
 import typer
 from rich.console import Console
 
@@ -27,6 +26,11 @@ from contextengine.errors import ContextEngineError
 from contextengine.measure.commands import replay_command, report_command
 from contextengine.providers.factory import PROVIDER_NAMES
 from contextengine.untrusted import valid_text
+
+try:  # typer 0.24+ carries its own click, whose exceptions derive from TyperException
+    from typer import TyperException as UsageProblem
+except ImportError:  # older typer raises click's own
+    from click import ClickException as UsageProblem
 
 app = typer.Typer(
     name="contextengine",
@@ -250,12 +254,11 @@ def _escape(text: str) -> str:
 
 def main() -> None:
     """Entry point: user mistakes become one line on stderr and exit 2, never a traceback."""
+    if len(sys.argv) < 2:
+        app()  # prints the help
     try:
         code = app(standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        sys.stdout.write(exc.format_message() + "\n")
-        code = 0
-    except click.ClickException as exc:
+    except UsageProblem as exc:
         _fail(exc.format_message())
     except ContextEngineError as exc:
         _fail(str(exc))
@@ -263,7 +266,7 @@ def main() -> None:
         # The system refused a file or socket operation the user's input asked for.
         where = f"{exc.filename}: " if exc.filename else ""
         _fail(f"{where}{exc.strerror or exc}")
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("contextengine: interrupted\n")
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
