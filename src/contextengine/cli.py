@@ -255,7 +255,8 @@ def _escape(text: str) -> str:
 def main() -> None:
     """Entry point: user mistakes become one line on stderr and exit 2, never a traceback."""
     if len(sys.argv) < 2:
-        app()  # prints the help
+        app()  # standalone: prints the help and exits
+        return
     try:
         code = app(standalone_mode=False)
     except UsageProblem as exc:

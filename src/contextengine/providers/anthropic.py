@@ -83,7 +83,8 @@ class AnthropicProvider(StreamingProvider):
 
     ``params`` are extra Messages fields sent with every request (``temperature``,
     ``top_p`` ...). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; retries on
-    429/5xx/overload and timeouts are the SDK's own (``max_retries``).
+    429/5xx/overload and timeouts are the SDK's own (``max_retries``), a 200 reply cut before
+    ``message_stop`` or otherwise broken is retried as often by ``providers.retry``.
     """
 
     def __init__(

@@ -7,7 +7,8 @@ same cache. Masking: the tool list never changes; the mask becomes ``tool_choice
 
 ``stream_chat`` is shared with the OpenAI-compatible adapter: it runs one streamed Chat
 Completions call through the official SDK (whose own retry covers 408/409/429/5xx and
-timeouts) and maps the chunks back to reply events.
+timeouts) and maps the chunks back to reply events. A 200 reply that is not a complete chunk
+stream is retried by ``providers.retry``, with the same ``max_retries``.
 """
 
 from __future__ import annotations
