@@ -24,6 +24,7 @@ from contextengine.agent.events import (
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.commands import replay_command, report_command
+from contextengine.providers.base import Provider
 from contextengine.providers.factory import PROVIDER_NAMES
 from contextengine.untrusted import valid_text
 
@@ -161,12 +162,11 @@ def run(
 ) -> None:
     """Run the agent on a task in a workspace (or chat with it interactively)."""
     from contextengine.agent.loop import Agent
-    from contextengine.providers.factory import make_provider
 
     if protocol not in ("native", "text"):
         raise ContextEngineError(f"--protocol must be 'native' or 'text', not {protocol!r}")
     settings = _settings(config, timeout, retries)
-    chosen = make_provider(provider, model, base_url=base_url, **_http(settings))
+    chosen = _provider(provider, model, base_url, settings)
     if resume is not None:
         agent = Agent.resume(resume, chosen, settings)
     else:
@@ -203,13 +203,11 @@ def serve(
         raise ContextEngineError(
             "the server needs its extra: pip install 'contextengine[server]'"
         ) from exc
-    from contextengine.providers.factory import make_provider
 
     settings = _settings(config, timeout, retries)
-    http = _http(settings)
-    make_provider(provider, model, base_url=base_url, **http)  # a bad name/model/key fails now
+    _provider(provider, model, base_url, settings)  # a bad name, model or key fails now
     application = create_app(
-        workspace, lambda: make_provider(provider, model, base_url=base_url, **http), settings
+        workspace, lambda: _provider(provider, model, base_url, settings), settings
     )
     sys.stderr.write(f"contextengine: serving {workspace.resolve()} on http://{host}:{port}/\n")
     uvicorn.run(application, host=host, port=port, log_level="info")
@@ -227,9 +225,17 @@ def _settings(config: Path | None, timeout: float | None, retries: int | None) -
     return settings.with_flags(**given) if given else settings
 
 
-def _http(settings: Config) -> dict[str, float | int]:
-    """The provider options that come from the settings."""
-    return {"timeout_s": settings.request_timeout_s, "max_retries": settings.max_retries}
+def _provider(name: str, model: str | None, base_url: str | None, settings: Config) -> Provider:
+    """The provider ``name`` with the settings' timeout and retries."""
+    from contextengine.providers.factory import make_provider
+
+    return make_provider(
+        name,
+        model,
+        base_url=base_url,
+        timeout_s=settings.request_timeout_s,
+        max_retries=settings.max_retries,
+    )
 
 
 def _prompt_lines():  # type: ignore[no-untyped-def]
