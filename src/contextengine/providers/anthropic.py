@@ -272,8 +272,8 @@ class _MessageAccumulator:
             block = event.content_block
             self.blocks[event.index] = _Block(
                 text_field(block.type),
-                text_field(getattr(block, "id", "")),
-                text_field(getattr(block, "name", "")),
+                text_field(getattr(block, "id", None) or ""),
+                text_field(getattr(block, "name", None) or ""),
             )
         elif kind == "content_block_delta":
             return self._delta(self.blocks[event.index], event.delta)
