@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -24,7 +24,14 @@ from contextengine.agent.events import (
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.commands import replay_command, report_command
+from contextengine.providers.base import Provider
 from contextengine.providers.factory import PROVIDER_NAMES
+from contextengine.untrusted import valid_text
+
+try:  # typer 0.24+ carries its own click, whose exceptions derive from TyperException
+    from typer import TyperException as UsageProblem
+except ImportError:  # older typer raises click's own
+    from click import ClickException as UsageProblem
 
 app = typer.Typer(
     name="contextengine",
@@ -43,6 +50,16 @@ ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model na
 BaseUrlOption = Annotated[str | None, typer.Option(help="Server URL for self-hosted providers.")]
 WorkspaceOption = Annotated[
     Path, typer.Option("--workspace", "-w", help="The folder the agent works in.")
+]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout", help="Seconds a model call may wait for its next bytes (default 120)."
+    ),
+]
+RetriesOption = Annotated[
+    int | None,
+    typer.Option("--retries", help="Retries of a failed or broken model call (default 2)."),
 ]
 ConfigOption = Annotated[
     Path | None,
@@ -140,15 +157,16 @@ def run(
         Path | None, typer.Option(help="Continue the session in this folder.")
     ] = None,
     config: ConfigOption = None,
+    timeout: TimeoutOption = None,
+    retries: RetriesOption = None,
 ) -> None:
     """Run the agent on a task in a workspace (or chat with it interactively)."""
     from contextengine.agent.loop import Agent
-    from contextengine.providers.factory import make_provider
 
     if protocol not in ("native", "text"):
         raise ContextEngineError(f"--protocol must be 'native' or 'text', not {protocol!r}")
-    settings = Config.load(config)
-    chosen = make_provider(provider, model, base_url=base_url)
+    settings = _settings(config, timeout, retries)
+    chosen = _provider(provider, model, base_url, settings)
     if resume is not None:
         agent = Agent.resume(resume, chosen, settings)
     else:
@@ -165,7 +183,9 @@ def run(
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 8765,
+    port: Annotated[
+        int, typer.Option(help="Port to listen on (0 picks a free one).", min=0, max=65535)
+    ] = 8765,
     workspace: WorkspaceOption = Path("."),
     provider: ProviderOption = "openai",
     model: ModelOption = None,
@@ -179,6 +199,8 @@ def serve(
         list[str] | None,
         typer.Option(help="Another Host name the server answers (repeatable)."),
     ] = None,
+    timeout: TimeoutOption = None,
+    retries: RetriesOption = None,
 ) -> None:
     """Serve the HTTP API (SSE events) and the web UI for sessions in a workspace."""
     try:
@@ -188,13 +210,12 @@ def serve(
         raise ContextEngineError(
             "the server needs its extra: pip install 'contextengine[server]'"
         ) from exc
-    from contextengine.providers.factory import make_provider
 
-    settings = Config.load(config)
-    make_provider(provider, model, base_url=base_url)  # a bad name, model or key fails now
+    settings = _settings(config, timeout, retries)
+    _provider(provider, model, base_url, settings)  # a bad name, model or key fails now
     application = create_app(
         workspace,
-        lambda: make_provider(provider, model, base_url=base_url),
+        lambda: _provider(provider, model, base_url, settings),
         settings,
         token=token,
         hosts=[host, *(allow_host or [])],
@@ -204,6 +225,27 @@ def serve(
 
 app.command("replay")(replay_command)
 app.command("report")(report_command)
+
+
+def _settings(config: Path | None, timeout: float | None, retries: int | None) -> Config:
+    """The config file's settings with the command line's ``--timeout`` / ``--retries``."""
+    settings = Config.load(config)
+    changes = {"request_timeout_s": timeout, "max_retries": retries}
+    given = {name: value for name, value in changes.items() if value is not None}
+    return settings.with_flags(**given) if given else settings
+
+
+def _provider(name: str, model: str | None, base_url: str | None, settings: Config) -> Provider:
+    """The provider ``name`` with the settings' timeout and retries."""
+    from contextengine.providers.factory import make_provider
+
+    return make_provider(
+        name,
+        model,
+        base_url=base_url,
+        timeout_s=settings.request_timeout_s,
+        max_retries=settings.max_retries,
+    )
 
 
 def _prompt_lines():  # type: ignore[no-untyped-def]
@@ -227,16 +269,31 @@ def _escape(text: str) -> str:
 
 
 def main() -> None:
-    """Entry point: user mistakes become one line on stderr and a non-zero exit."""
+    """Entry point: user mistakes become one line on stderr and exit 2, never a traceback."""
+    if len(sys.argv) < 2:
+        app()  # standalone: prints the help and exits
+        return
     try:
-        app()
+        code = app(standalone_mode=False)
+    except UsageProblem as exc:
+        _fail(exc.format_message())
     except ContextEngineError as exc:
-        message = " ".join(str(exc).split())
-        sys.stderr.write(f"contextengine: error: {message}\n")
-        sys.exit(2)
-    except KeyboardInterrupt:
+        _fail(str(exc))
+    except OSError as exc:
+        # The system refused a file or socket operation the user's input asked for.
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(f"{where}{exc.strerror or exc}")
+    except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("contextengine: interrupted\n")
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str) -> NoReturn:
+    """Write ``message`` as one ``error:`` line on stderr and exit 2."""
+    line = valid_text(" ".join(message.split()))
+    sys.stderr.write(f"contextengine: error: {line}\n")
+    sys.exit(2)
 
 
 if __name__ == "__main__":

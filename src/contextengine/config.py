@@ -77,7 +77,18 @@ class Config(BaseModel):
     cache_write_price: float = Field(
         1.25, ge=0, description="Price of a cache-write token (uncached = 1), for pruning."
     )
-    summary_timeout_s: float = Field(120.0, gt=0, description="Compaction summary call timeout.")
+    summary_timeout_s: float = Field(
+        120.0, gt=0, allow_inf_nan=False, description="Compaction summary call timeout."
+    )
+    request_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds a model HTTP call may wait for its next bytes.",
+    )
+    max_retries: int = Field(
+        2, ge=0, le=20, description="Retries of a model call that failed or broke off."
+    )
     max_steps: int = Field(100, ge=1, description="Model calls allowed in one round.")
     root: str | None = Field(
         None, description="Session root; default <workspace>/.contextengine/sessions."
@@ -159,6 +170,8 @@ def _read_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"config file {path}: cannot read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path}: not UTF-8 text (byte {exc.start})") from None
     try:
         if path.suffix.lower() in {".yaml", ".yml"}:
             data = yaml.safe_load(text) or {}
@@ -169,6 +182,8 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"config file {path}: not valid {path.suffix or 'TOML'} ({first_line})"
         ) from exc
+    except RecursionError:
+        raise ConfigError(f"config file {path}: nested too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: expected a table of settings at the top level")
     return data

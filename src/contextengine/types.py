@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from contextengine.untrusted import parse_json
 
 
 @dataclass(frozen=True)
@@ -20,8 +21,8 @@ class ToolCall:
     arguments_json: str
 
     def arguments(self) -> dict[str, Any]:
-        """Parse the arguments; raises ``ValueError`` when they are not a JSON object."""
-        value = json.loads(self.arguments_json or "{}")
+        """Parse the arguments; raises ``ValueError`` when they are not a strict JSON object."""
+        value = parse_json(self.arguments_json or "{}")
         if not isinstance(value, dict):
             raise ValueError("tool call arguments must be a JSON object")
         return value

@@ -52,6 +52,14 @@ GOOD_STEP = {"assistant": "a", "tool_calls": [{"name": "bash", "arguments": {"co
             "tools[1]: duplicate tool name 'a'",
         ),
         ([1, 2], "expected a JSON object at the top level"),
+        ({"task": "t", "steps": []}, "steps: expected at least one item"),
+        (
+            {
+                "task": "t",
+                "steps": [{"tool_calls": [{"name": "a", "arguments": {"x": float("nan")}}]}],
+            },
+            "nan has no JSON form",
+        ),
     ],
 )
 def test_malformed_trajectories_name_the_field(data: Any, field: str) -> None:
@@ -108,7 +116,7 @@ def test_the_cli_reports_a_malformed_file_in_one_line_with_exit_code_2(tmp_path:
 
 
 def test_bad_flags_are_one_line_errors(tmp_path: Path) -> None:
-    path = write_json(tmp_path / "ok.json", {"task": "t", "steps": []})
+    path = write_json(tmp_path / "ok.json", {"task": "t", "steps": [{"assistant": "done"}]})
     for args, message in [
         (("--flags", "nonsense=1"), "--flags: unknown setting 'nonsense'"),
         (("--flags", "diversity=maybe"), "--flags: diversity='maybe': expected on or off"),

@@ -14,7 +14,10 @@ path ``/v1/messages``), both as server-sent events. It
   previous request cached;
 * leaves the first ``stalls`` requests unanswered (the client times out), then fails the
   next ones with the statuses in ``failures`` (e.g. ``[429, 500]``), with a 1 ms
-  ``retry-after-ms`` so SDK retries are fast.
+  ``retry-after-ms`` so SDK retries are fast;
+* answers a ``RawReply`` from the script byte for byte (any status, content type and body;
+  ``cut=True`` promises more bytes than it sends and hangs up), so clients meet broken
+  streams; ``stream_bytes(response)`` is the well-formed stream to break.
 
 Use it as a context manager::
 
@@ -36,7 +39,19 @@ from typing import Any, Literal
 
 Wire = Literal["openai", "anthropic"]
 Response = Mapping[str, Any]
-Script = Sequence[Response] | Callable[[dict[str, Any]], Response]
+
+
+@dataclass(frozen=True)
+class RawReply:
+    """An answer sent exactly as given; ``cut`` announces more bytes than ``body`` holds."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "text/event-stream"
+    cut: bool = False
+
+
+Script = Sequence[Response | RawReply] | Callable[[dict[str, Any]], Response | RawReply]
 
 
 @dataclass(frozen=True)
@@ -186,15 +201,35 @@ class FakeModelServer:
             if response is None:
                 return _refuse(500, self._error(500, f"script exhausted at reply {number + 1}"))
             self._answered.append(recorded)
+        if isinstance(response, RawReply):
+            headers = {"content-type": response.content_type, "x-should-retry": "false"}
+            if response.cut:
+                headers["content-length"] = str(len(response.body) + 64)
+            return response.status, headers, response.body
         usage = self._usage(recorded, previous, response) if callable(self._usage) else self._usage
+        return (
+            200,
+            {"content-type": "text/event-stream"},
+            self._stream(body, response, usage, number),
+        )
+
+    def stream_bytes(self, response: Response, number: int = 0) -> bytes:
+        """The complete, well-formed event stream that answers ``response`` (usage included)."""
+        usage = FakeUsage(input_tokens=10, cached_tokens=0, output_tokens=1)
+        body = {"stream_options": {"include_usage": True}}
+        return self._stream(body, response, usage, number)
+
+    def _stream(
+        self, body: dict[str, Any], response: Response, usage: FakeUsage, number: int
+    ) -> bytes:
         events = (
             self._openai_events(body, response, usage, number)
             if self.wire == "openai"
             else self._anthropic_events(response, usage, number)
         )
-        return 200, {"content-type": "text/event-stream"}, b"".join(events)
+        return b"".join(events)
 
-    def _next_response(self, body: dict[str, Any], number: int) -> Response | None:
+    def _next_response(self, body: dict[str, Any], number: int) -> Response | RawReply | None:
         if callable(self._script):
             return self._script(body)
         return self._script[number] if number < len(self._script) else None
@@ -349,9 +384,9 @@ class _Handler(BaseHTTPRequestHandler):
         status, headers, payload = self.server.owner._handle(recorded)
         self.send_response(status)
         headers.setdefault("content-type", "application/json")
+        headers.setdefault("content-length", str(len(payload)))
         for name, value in headers.items():
             self.send_header(name, value)
-        self.send_header("content-length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
 from contextengine import MissingAPIKeyError, ProviderError
+from contextengine.cli import main
 from contextengine.providers.anthropic import AnthropicProvider
 from contextengine.providers.factory import LOCAL_BASE_URLS, PROVIDER_NAMES, make_provider
 from contextengine.providers.openai import OpenAIProvider
@@ -69,3 +71,31 @@ def test_a_missing_sdk_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "contextengine.providers.anthropic", None)
     with pytest.raises(ProviderError, match=r"pip install 'contextengine\[anthropic\]'"):
         make_provider("anthropic", "claude-x", api_key="k")
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic", "vllm"])
+def test_timeout_and_retries_reach_every_http_adapter(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-o")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-a")
+    provider = make_provider(name, "m", timeout_s=7.5, max_retries=5)
+    client = provider._client  # type: ignore[attr-defined]
+    assert (client.timeout, client.max_retries, provider.max_retries) == (7.5, 5, 5)  # type: ignore[attr-defined]
+
+
+def test_cli_timeout_and_retries_bound_a_stalled_call(
+    fake_server: StartServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    server = fake_server("openai", [{"content": "never"}], stalls=5)
+    args = ["run", "hi", "-p", "openai-compatible", "-m", "m", "--base-url", server.base_url]
+    args += ["-w", str(tmp_path), "--timeout", "0.3", "--retries", "1"]
+    monkeypatch.setattr(sys, "argv", ["contextengine", *args])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 1
+    assert "request timed out" in capsys.readouterr().out
+    assert len(server.requests) == 2

@@ -268,7 +268,7 @@ class DefaultHarness:
             return False
         try:
             return self.workspace.resolve(path).is_file()
-        except (PathRefused, OSError):
+        except (PathRefused, OSError, ValueError):  # NUL, too long: the tool reports it
             return False
 
     def _log_call(self, call: ToolCall, arguments: dict[str, Any], outcome: ToolOutcome) -> None:

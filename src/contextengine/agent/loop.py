@@ -34,6 +34,7 @@ from contextengine.agent.events import (
 from contextengine.agent.harness import build_harness
 from contextengine.agent.hooks import Harness, HookResult
 from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
+from contextengine.agent.replies import valid_reply
 from contextengine.agent.text_protocol import parse_text_reply
 from contextengine.compress.externalize import CompressedRef, Externalizer
 from contextengine.compress.observation import ObservationProcessor
@@ -74,6 +75,7 @@ from contextengine.tools.registry import Toolset, default_toolset
 from contextengine.tools.sandbox import SandboxPolicy
 from contextengine.tools.workspace import Workspace
 from contextengine.types import ModelReply, ReasoningDelta, ReplyDone, TextDelta, ToolCall
+from contextengine.untrusted import valid_text
 
 MIN_FINAL_ANSWER_CHARS = 10
 NO_TOOLS = ToolMask(allow=(), mode="auto")
@@ -186,6 +188,8 @@ class Agent:
         (never a re-run), so the next request is valid and the model knows what happened.
         ``tools``: the session's own toolset when it was not the default one.
         """
+        if not Path(session_dir).is_dir():
+            raise ContextEngineError(f"{session_dir}: not a session folder")
         session = Session.open(session_dir)
         try:
             meta = json.loads((session.directory / META_FILE).read_text(encoding="utf-8"))
@@ -193,8 +197,13 @@ class Agent:
             raise ContextEngineError(
                 f"{session.directory}: not an agent session ({META_FILE} unreadable: {exc})"
             ) from None
+        workspace = meta.get("workspace") if isinstance(meta, dict) else None
+        if not isinstance(workspace, str) or not workspace or "\0" in workspace:
+            raise ContextEngineError(
+                f"{session.directory / META_FILE}: no valid 'workspace' path recorded"
+            )
         close_interrupted_calls(session)
-        return cls(provider, meta["workspace"], config, tools=tools, _session=session)
+        return cls(provider, workspace, config, tools=tools, _session=session)
 
     def recover(self, ref: CompressedRef | str) -> str:
         """The original text behind a ``compressed_ref`` (object or its JSON), byte for byte."""
@@ -242,6 +251,7 @@ class Agent:
         always runs to its end): it ends with ``Done`` and status ``cancelled``.
         """
         close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
+        message = valid_text(message)
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
         if self.compactor.needed(self.last_input_tokens + self._scaled(count_tokens(text))):
             yield from self._compact(LiveContext(tail=self._tail()))
@@ -387,11 +397,11 @@ class Agent:
         reply: ModelReply | None = None
         for event in self.provider.stream(request):
             if isinstance(event, TextDelta):
-                yield Thinking(event.text)
+                yield Thinking(valid_text(event.text))
             elif isinstance(event, ReasoningDelta):
-                yield Thinking(event.text, reasoning=True)
+                yield Thinking(valid_text(event.text), reasoning=True)
             elif isinstance(event, ReplyDone):
-                reply = event.reply
+                reply = valid_reply(event.reply)
         if reply is None:
             raise ProviderError("the provider's stream ended without a reply")
         return (yield from self._account(request, reply, report, started))

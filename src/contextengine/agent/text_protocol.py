@@ -8,11 +8,11 @@ lines, and ``Final Answer:``. A reply that parses to nothing is reported, not gu
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from contextengine.context.canonical import canonical_json
+from contextengine.untrusted import parse_json_prefix
 
 FINISH_NAMES = {"finish", "final_answer", "final"}
 
@@ -85,10 +85,10 @@ def _arguments_json(raw: str) -> str:
     if start != 0:
         return raw
     try:
-        value, _end = json.JSONDecoder().raw_decode(raw)
-    except json.JSONDecodeError:
+        value, _end = parse_json_prefix(raw)
+        return canonical_json(value) if isinstance(value, dict) else raw
+    except ValueError:
         return raw
-    return canonical_json(value) if isinstance(value, dict) else raw
 
 
 def render_text_action(name: str, arguments_json: str) -> str:

@@ -1,7 +1,8 @@
 """Canonical JSON: the one structure->text step used everywhere (R1.3).
 
 Sorted keys, fixed compact separators, non-ASCII kept. The output depends only on the
-value, never on dict insertion order or ``PYTHONHASHSEED``.
+value, never on dict insertion order or ``PYTHONHASHSEED``. Lone surrogates in strings become
+U+FFFD, so every output encodes as UTF-8; values with no JSON form raise ``ValueError``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from contextengine.untrusted import valid_text
+
 JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
 
 
@@ -24,8 +27,10 @@ def canonical_obj(obj: Any) -> JSONValue:
     Any JSON encoder then produces canonical bytes, which matters for SDKs that
     serialize request bodies themselves with insertion order.
     """
-    if obj is None or isinstance(obj, bool | str):
+    if obj is None or isinstance(obj, bool):
         return obj
+    if isinstance(obj, str):
+        return valid_text(obj)
     if isinstance(obj, int):
         return int(obj)
     if isinstance(obj, float):
@@ -43,7 +48,7 @@ def canonical_obj(obj: Any) -> JSONValue:
         for key, value in obj.items():
             if not isinstance(key, str | int | float | bool) and key is not None:
                 raise TypeError(f"canonical_json: dict key {key!r} is not a JSON scalar")
-            text_key = key if isinstance(key, str) else json.dumps(key)
+            text_key = valid_text(key) if isinstance(key, str) else json.dumps(key)
             if text_key in items:
                 raise ValueError(f"canonical_json: two keys map to {text_key!r}")
             items[text_key] = canonical_obj(value)
@@ -58,10 +63,13 @@ def canonical_obj(obj: Any) -> JSONValue:
 
 def canonical_json(obj: Any) -> str:
     """Serialize ``obj`` deterministically: sorted keys, ``(",", ":")``, non-ASCII kept."""
-    return json.dumps(
-        canonical_obj(obj),
-        ensure_ascii=False,
-        separators=(",", ":"),
-        sort_keys=True,
-        allow_nan=False,
-    )
+    try:
+        return json.dumps(
+            canonical_obj(obj),
+            ensure_ascii=False,
+            separators=(",", ":"),
+            sort_keys=True,
+            allow_nan=False,
+        )
+    except RecursionError:
+        raise ValueError("canonical_json: value nested too deeply") from None

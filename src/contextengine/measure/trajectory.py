@@ -2,7 +2,8 @@
 
 A trajectory is a task, a system prompt, the tools the run declared, and its steps: each
 an assistant turn (text and tool calls) and the observation that followed. Unknown keys
-are ignored; ``null`` counts as absent. A malformed file raises ``TrajectoryError`` with
+are ignored; ``null`` counts as absent. A run has at least one step; JSON nested deeper than
+100 levels, ``NaN`` and ``Infinity`` are refused. A malformed file raises ``TrajectoryError`` with
 one line naming the file and the field (``steps[3].tool_calls[0].name``).
 """
 
@@ -28,6 +29,7 @@ from pydantic import (
 from contextengine.context.canonical import canonical_json
 from contextengine.errors import TrajectoryError
 from contextengine.tools.spec import ToolSpec
+from contextengine.untrusted import parse_json
 
 
 class _Model(BaseModel):
@@ -79,7 +81,7 @@ class Trajectory(_Model):
     task: StrictStr
     system: StrictStr = ""
     tools: tuple[dict[str, Any], ...] = ()
-    steps: tuple[RecordedStep, ...]
+    steps: tuple[RecordedStep, ...] = Field(min_length=1)
 
     @field_validator("tools")
     @classmethod
@@ -121,11 +123,13 @@ def load_trajectory(path: str | Path) -> Trajectory:
     except UnicodeDecodeError:
         raise TrajectoryError(f"{path}: not UTF-8 text") from None
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except json.JSONDecodeError as exc:
         raise TrajectoryError(
             f"{path}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
         ) from None
+    except ValueError as exc:
+        raise TrajectoryError(f"{path}: not valid JSON ({exc})") from None
     return parse_trajectory(data, str(path))
 
 
@@ -133,6 +137,10 @@ def parse_trajectory(data: Any, name: str = "<trajectory>") -> Trajectory:
     """Check parsed JSON ``data`` against the trajectory format."""
     if not isinstance(data, dict):
         raise TrajectoryError(f"{name}: expected a JSON object at the top level")
+    try:
+        canonical_json(data)
+    except (TypeError, ValueError) as exc:
+        raise TrajectoryError(f"{name}: {str(exc).removeprefix('canonical_json: ')}") from None
     try:
         return Trajectory.model_validate(data)
     except ValidationError as exc:
@@ -148,6 +156,7 @@ _EXPECTED = {
     "tuple_type": "expected a list",
     "list_type": "expected a list",
     "missing": "required field is missing",
+    "too_short": "expected at least one item",
 }
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,9 @@ from contextengine.context.canonical import canonical_json
 from contextengine.context.monitor import PrefixReport
 from contextengine.errors import SessionLogError
 from contextengine.types import Usage
+from contextengine.untrusted import parse_json
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -63,15 +66,58 @@ class UsageLog:
 
 
 def read_usage(path: Path) -> Iterator[UsageRecord]:
-    """Read a usage log; a torn last line is skipped, a bad line elsewhere is an error."""
-    lines = path.read_text(encoding="utf-8").split("\n")
+    """Read a usage log; a torn last line is skipped with a warning, a bad line elsewhere is
+    an error naming the file and the line."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise SessionLogError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise SessionLogError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    lines = text.split("\n")
     last = len(lines) - 1
     for n, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            yield UsageRecord(**json.loads(line))
-        except (ValueError, TypeError) as exc:
+            yield _record(line)
+        except ValueError as exc:
             if n == last:
+                logger.warning("%s:%d: torn last usage record skipped (%s)", path, n + 1, exc)
                 return
             raise SessionLogError(f"{path}:{n + 1}: bad usage record ({exc})") from None
+
+
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "step": int,
+    "purpose": str,
+    "model": str,
+    "input_tokens": int,
+    "cached_tokens": int,
+    "cache_write_tokens": int,
+    "output_tokens": int,
+    "latency_s": (int, float),
+    "prefix": dict,
+    "ts": str,
+}
+
+
+def _record(line: str) -> UsageRecord:
+    """One line as a record; ``ValueError`` names what is wrong with it."""
+    data = parse_json(line)
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    known = {f.name: f for f in fields(UsageRecord)}
+    values = {name: value for name, value in data.items() if name in known}
+    for name, value in values.items():
+        expected = _FIELD_TYPES.get(name, object)
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise ValueError(f"field {name!r} has the wrong type")
+    missing = [
+        name
+        for name, f in known.items()
+        if name not in values and f.default is MISSING and f.default_factory is MISSING
+    ]
+    if missing:
+        raise ValueError(f"missing fields {missing}")
+    return UsageRecord(**values)

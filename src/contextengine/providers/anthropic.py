@@ -29,15 +29,24 @@ import anthropic
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.providers.base import StreamingProvider
+from contextengine.providers.retry import (
+    DEFAULT_BACKOFF_S,
+    BrokenReplyError,
+    retried,
+)
 from contextengine.providers.wire import (
+    DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     ToolChoice,
     arguments_object,
+    brief_error,
     canonical_arguments,
     check_params,
     one_line,
     require_api_key,
     resolve_tool_choice,
+    text_field,
+    token_count,
 )
 from contextengine.types import (
     FinishReason,
@@ -74,7 +83,8 @@ class AnthropicProvider(StreamingProvider):
 
     ``params`` are extra Messages fields sent with every request (``temperature``,
     ``top_p`` ...). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; retries on
-    429/5xx/overload and timeouts are the SDK's own (``max_retries``).
+    429/5xx/overload and timeouts are the SDK's own (``max_retries``), a 200 reply cut before
+    ``message_stop`` or otherwise broken is retried as often by ``providers.retry``.
     """
 
     def __init__(
@@ -83,13 +93,16 @@ class AnthropicProvider(StreamingProvider):
         api_key: str | None = None,
         base_url: str | None = None,
         max_tokens: int = 4096,
-        max_retries: int = 3,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: float = DEFAULT_TIMEOUT_S,
+        retry_backoff_s: float = DEFAULT_BACKOFF_S,
         **params: Any,
     ) -> None:
         check_params(params, RESERVED_PARAMS, "AnthropicProvider")
         self.model = model
         self.max_tokens = max_tokens
+        self.max_retries = max_retries
+        self.retry_backoff_s = retry_backoff_s
         self._params = params
         self._client = anthropic.Anthropic(
             api_key=require_api_key(api_key, "ANTHROPIC_API_KEY", "anthropic"),
@@ -101,6 +114,9 @@ class AnthropicProvider(StreamingProvider):
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
         """Send ``request`` and yield its text as it streams, then the whole reply."""
         body = anthropic_body(request)
+        yield from retried(lambda: self._attempt(body), self.max_retries, self.retry_backoff_s)
+
+    def _attempt(self, body: dict[str, Any]) -> Iterator[ReplyEvent]:
         where = f"anthropic {self.model}"
         started = time.monotonic()
         acc = _MessageAccumulator()
@@ -113,12 +129,18 @@ class AnthropicProvider(StreamingProvider):
                 extra_body=self._params,
                 **body,
             )
+        except anthropic.AnthropicError as exc:
+            raise _provider_error(exc, where) from exc
+        try:
             with stream:
                 for event in stream:
                     yield from acc.add(event)
-        except anthropic.AnthropicError as exc:
-            raise _provider_error(exc, where) from exc
-        yield ReplyDone(acc.reply(self.model, time.monotonic() - started))
+            reply = acc.reply(self.model, time.monotonic() - started)
+        except Exception as exc:  # the SDK, its HTTP library or a field: the reply is broken
+            raise BrokenReplyError(f"{where}: broken reply stream: {brief_error(exc)}") from exc
+        if not acc.stopped:
+            raise BrokenReplyError(f"{where}: the reply stream ended before message_stop")
+        yield ReplyDone(reply)
 
 
 def anthropic_body(request: Request) -> dict[str, Any]:
@@ -236,6 +258,7 @@ class _MessageAccumulator:
     def __init__(self) -> None:
         self.blocks: dict[int, _Block] = {}
         self.stop: str | None = None
+        self.stopped = False
         self.usage: dict[str, int] = {}
 
     def add(self, event: Any) -> Sequence[ReplyEvent]:
@@ -243,26 +266,30 @@ class _MessageAccumulator:
         if kind == "message_start":
             self._usage(event.message.usage)
         elif kind == "message_delta":
-            self.stop = event.delta.stop_reason or self.stop
+            self.stop = text_field(event.delta.stop_reason or self.stop or "")
             self._usage(event.usage)
         elif kind == "content_block_start":
             block = event.content_block
             self.blocks[event.index] = _Block(
-                block.type, getattr(block, "id", ""), getattr(block, "name", "")
+                text_field(block.type),
+                text_field(getattr(block, "id", None) or ""),
+                text_field(getattr(block, "name", None) or ""),
             )
         elif kind == "content_block_delta":
             return self._delta(self.blocks[event.index], event.delta)
+        elif kind == "message_stop":
+            self.stopped = True
         return ()
 
     def _delta(self, block: _Block, delta: Any) -> Sequence[ReplyEvent]:
         if delta.type == "text_delta":
-            block.parts.append(delta.text)
+            block.parts.append(text_field(delta.text))
             return (TextDelta(delta.text),)
         if delta.type == "thinking_delta":
-            block.parts.append(delta.thinking)
+            block.parts.append(text_field(delta.thinking))
             return (ReasoningDelta(delta.thinking),)
         if delta.type == "input_json_delta":
-            block.parts.append(delta.partial_json)
+            block.parts.append(text_field(delta.partial_json))
         return ()
 
     def _usage(self, usage: Any) -> None:
@@ -275,7 +302,7 @@ class _MessageAccumulator:
         ):
             value = getattr(usage, name, None)
             if value is not None:
-                self.usage[name] = value
+                self.usage[name] = token_count(value)
 
     def reply(self, model: str, latency_s: float) -> ModelReply:
         ordered = [b for _, b in sorted(self.blocks.items())]

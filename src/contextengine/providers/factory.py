@@ -11,6 +11,7 @@ from typing import Any
 
 from contextengine.errors import ProviderError
 from contextengine.providers.base import Provider
+from contextengine.providers.wire import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 
 PROVIDER_NAMES: tuple[str, ...] = (
     "openai",
@@ -39,13 +40,18 @@ def make_provider(
     model: str | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_retries: int = DEFAULT_MAX_RETRIES,
 ) -> Provider:
     """The provider called ``name`` (one of ``PROVIDER_NAMES``) for ``model``.
 
     Self-hosted servers default to their usual local URL; ``openai-compatible`` needs
     ``base_url``. Keys fall back to ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``. ``local``
-    runs a GGUF file in-process: ``model`` is its path.
+    runs a GGUF file in-process: ``model`` is its path. HTTP providers wait ``timeout_s``
+    for bytes and retry a failed or broken call ``max_retries`` times.
     """
+    http = {"timeout": timeout_s, "max_retries": max_retries}
     if name not in PROVIDER_NAMES:
         raise ProviderError(f"unknown provider {name!r}; known: {', '.join(PROVIDER_NAMES)}")
     model = model or _DEFAULT_MODELS.get(name)
@@ -53,13 +59,13 @@ def make_provider(
         raise ProviderError(f"provider {name!r} needs a model name")
     if name == "openai":
         return _adapter("openai", "OpenAIProvider", "openai")(
-            model, api_key=api_key, base_url=base_url
+            model, api_key=api_key, base_url=base_url, **http
         )
     if name == "local":
         return _adapter("local", "LlamaCppProvider", "local")(model)
     if name == "anthropic":
         return _adapter("anthropic", "AnthropicProvider", "anthropic")(
-            model, api_key=api_key, base_url=base_url
+            model, api_key=api_key, base_url=base_url, **http
         )
     if name == "openai-compatible" and base_url is None:
         raise ProviderError("provider 'openai-compatible' needs a base URL (--base-url)")
@@ -68,6 +74,7 @@ def make_provider(
         base_url or LOCAL_BASE_URLS[name],
         api_key=api_key or "EMPTY",
         server="generic" if name == "openai-compatible" else name,
+        **http,
     )
 
 

@@ -7,7 +7,8 @@ same cache. Masking: the tool list never changes; the mask becomes ``tool_choice
 
 ``stream_chat`` is shared with the OpenAI-compatible adapter: it runs one streamed Chat
 Completions call through the official SDK (whose own retry covers 408/409/429/5xx and
-timeouts) and maps the chunks back to reply events.
+timeouts) and maps the chunks back to reply events. A 200 reply that is not a complete chunk
+stream is retried by ``providers.retry``, with the same ``max_retries``.
 """
 
 from __future__ import annotations
@@ -23,14 +24,23 @@ import openai
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.providers.base import StreamingProvider
+from contextengine.providers.retry import (
+    DEFAULT_BACKOFF_S,
+    BrokenReplyError,
+    retried,
+)
 from contextengine.providers.wire import (
+    DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     ToolChoice,
+    brief_error,
     canonical_arguments,
     check_params,
     one_line,
     require_api_key,
     resolve_tool_choice,
+    text_field,
+    token_count,
 )
 from contextengine.types import (
     FinishReason,
@@ -68,12 +78,15 @@ class OpenAIProvider(StreamingProvider):
         model: str,
         api_key: str | None = None,
         base_url: str | None = None,
-        max_retries: int = 3,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: float = DEFAULT_TIMEOUT_S,
+        retry_backoff_s: float = DEFAULT_BACKOFF_S,
         **params: Any,
     ) -> None:
         check_params(params, RESERVED_PARAMS, "OpenAIProvider")
         self.model = model
+        self.max_retries = max_retries
+        self.retry_backoff_s = retry_backoff_s
         self._params = params
         self._client = openai.OpenAI(
             api_key=require_api_key(api_key, "OPENAI_API_KEY", "openai"),
@@ -92,7 +105,11 @@ class OpenAIProvider(StreamingProvider):
         if request.mark_breakpoints:
             body["prompt_cache_key"] = request.session_id
         body.update(self._params)
-        yield from stream_chat(self._client, self.model, body, where=f"openai {self.model}")
+        yield from retried(
+            lambda: stream_chat(self._client, self.model, body, where=f"openai {self.model}"),
+            self.max_retries,
+            self.retry_backoff_s,
+        )
 
 
 def openai_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
@@ -128,7 +145,9 @@ def stream_chat(
     """Run one streamed Chat Completions call and map it back to reply events.
 
     ``body`` is the JSON body without ``model`` and ``stream``; ``show_text=False`` keeps
-    content deltas out of the event stream (the content is still in the final reply).
+    content deltas out of the event stream (the content is still in the final reply). A
+    failed request is a ``ProviderError`` (after the SDK's retries); a 200 reply that is not
+    a complete chunk stream ending in a ``finish_reason`` is a ``BrokenReplyError``.
     """
     started = time.monotonic()
     fields = {k: v for k, v in body.items() if k != "messages"}
@@ -142,14 +161,20 @@ def stream_chat(
             extra_body=fields,
             extra_headers=dict(headers or {}),
         )
+    except openai.OpenAIError as exc:
+        raise provider_error(exc, where) from exc
+    try:
         with stream:
             for chunk in stream:
                 for event in acc.add(chunk):
                     if show_text or not isinstance(event, TextDelta):
                         yield event
-    except openai.OpenAIError as exc:
-        raise provider_error(exc, where) from exc
-    yield ReplyDone(acc.reply(model, time.monotonic() - started))
+        reply = acc.reply(model, time.monotonic() - started)
+    except Exception as exc:  # the SDK, its HTTP library or a field: the reply is broken
+        raise BrokenReplyError(f"{where}: broken reply stream: {brief_error(exc)}") from exc
+    if acc.finish is None:
+        raise BrokenReplyError(f"{where}: the reply stream ended before its finish_reason")
+    yield ReplyDone(reply)
 
 
 def provider_error(exc: openai.OpenAIError, where: str) -> ProviderError:
@@ -189,11 +214,11 @@ class _ChatAccumulator:
             self.timings = timings
         events: list[ReplyEvent] = []
         for choice in chunk.choices or ():
-            if choice.index != 0:
+            if getattr(choice, "index", 0) != 0:
                 continue
             if choice.finish_reason:
-                self.finish = choice.finish_reason
-            delta = choice.delta
+                self.finish = str(choice.finish_reason)
+            delta = getattr(choice, "delta", None)
             if delta is None:
                 continue
             # Self-hosted servers stream reasoning under one of these two names.
@@ -203,10 +228,11 @@ class _ChatAccumulator:
             if isinstance(reasoning, str) and reasoning:
                 self.reasoning.append(reasoning)
                 events.append(ReasoningDelta(reasoning))
-            if delta.content:
-                self.text.append(delta.content)
-                events.append(TextDelta(delta.content))
-            for part in delta.tool_calls or ():
+            content = getattr(delta, "content", None)
+            if content:
+                self.text.append(text_field(content))
+                events.append(TextDelta(content))
+            for part in getattr(delta, "tool_calls", None) or ():
                 self._add_call_part(part)
         return events
 
@@ -215,11 +241,11 @@ class _ChatAccumulator:
         index = part.index if part.index is not None else len(self.calls)
         call = self.calls.setdefault(index, _CallParts())
         if part.id and not call.id:
-            call.id = part.id
+            call.id = text_field(part.id)
         if part.function is not None:
-            call.name += part.function.name or ""
+            call.name += text_field(part.function.name or "")
             if part.function.arguments:
-                call.arguments.append(part.function.arguments)
+                call.arguments.append(text_field(part.function.arguments))
 
     def reply(self, model: str, latency_s: float) -> ModelReply:
         calls = tuple(
@@ -246,14 +272,14 @@ class _ChatAccumulator:
         if usage is None:
             return Usage(latency_s=latency_s, model=model)
         details = usage.prompt_tokens_details
-        cached = (details.cached_tokens or 0) if details is not None else 0
+        cached = token_count(details.cached_tokens) if details is not None else 0
         if not cached and isinstance(self.timings, Mapping):
             # llama.cpp builds without prompt_tokens_details report the hit in timings.
-            cached = int(self.timings.get("cache_n") or 0)
+            cached = token_count(self.timings.get("cache_n"))
         return Usage(
-            input_tokens=usage.prompt_tokens or 0,
+            input_tokens=token_count(usage.prompt_tokens),
             cached_tokens=cached,
-            output_tokens=usage.completion_tokens or 0,
+            output_tokens=token_count(usage.completion_tokens),
             latency_s=latency_s,
             model=model,
         )

@@ -25,7 +25,6 @@ A subset in ``auto`` mode is left to the guard everywhere.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -37,13 +36,16 @@ from contextengine.context.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.providers.base import StreamingProvider
 from contextengine.providers.openai import RESERVED_PARAMS, named_function, stream_chat
+from contextengine.providers.retry import DEFAULT_BACKOFF_S, retried
 from contextengine.providers.wire import (
+    DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     ToolChoice,
     check_params,
     resolve_tool_choice,
 )
 from contextengine.types import ModelReply, ReplyDone, ReplyEvent, ToolCall
+from contextengine.untrusted import parse_json
 
 Server = Literal["vllm", "sglang", "llamacpp", "ollama", "generic"]
 SERVERS: tuple[str, ...] = get_args(Server)
@@ -68,9 +70,10 @@ class OpenAICompatibleProvider(StreamingProvider):
         base_url: str,
         api_key: str = "EMPTY",
         server: Server = "generic",
-        max_retries: int = 3,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: float = DEFAULT_TIMEOUT_S,
         legacy_guided_json: bool = False,
+        retry_backoff_s: float = DEFAULT_BACKOFF_S,
         **params: Any,
     ) -> None:
         if server not in SERVERS:
@@ -80,6 +83,8 @@ class OpenAICompatibleProvider(StreamingProvider):
         self.base_url = base_url
         self.server = server
         self.legacy_guided_json = legacy_guided_json
+        self.max_retries = max_retries
+        self.retry_backoff_s = retry_backoff_s
         self._params = params
         self._client = openai.OpenAI(
             api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
@@ -98,13 +103,17 @@ class OpenAICompatibleProvider(StreamingProvider):
         if self.server == "llamacpp":
             body["cache_prompt"] = True
         body.update(self._params)
-        events = stream_chat(
-            self._client,
-            self.model,
-            body,
-            where=f"{self.server} {self.model}",
-            headers={SESSION_HEADER: request.session_id},
-            show_text=not constrained,
+        events = retried(
+            lambda: stream_chat(
+                self._client,
+                self.model,
+                body,
+                where=f"{self.server} {self.model}",
+                headers={SESSION_HEADER: request.session_id},
+                show_text=not constrained,
+            ),
+            self.max_retries,
+            self.retry_backoff_s,
         )
         for event in events:
             if constrained and isinstance(event, ReplyDone):
@@ -167,7 +176,7 @@ def calls_from_array(reply: ModelReply) -> ModelReply:
     if reply.tool_calls:
         return reply
     try:
-        items = json.loads(reply.content)
+        items = parse_json(reply.content)
     except ValueError:
         return reply
     if not isinstance(items, list) or not items:
@@ -176,11 +185,15 @@ def calls_from_array(reply: ModelReply) -> ModelReply:
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             return reply
+        try:
+            arguments = canonical_json(item.get("parameters", {}))
+        except ValueError:
+            return reply
         calls.append(
             ToolCall(
                 id=f"call_{uuid.uuid4().hex[:24]}",
                 name=item["name"],
-                arguments_json=canonical_json(item.get("parameters", {})),
+                arguments_json=arguments,
             )
         )
     return replace(reply, content="", tool_calls=tuple(calls), finish_reason="tool_calls")

@@ -6,7 +6,6 @@ its own wire format; tool-call arguments are normalized the same way everywhere.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,11 +14,15 @@ from typing import Any, Literal
 from contextengine.context.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.errors import MissingAPIKeyError, ProviderError
+from contextengine.untrusted import parse_json, valid_text
 
 ChoiceKind = Literal["none", "auto", "required"]
 
-DEFAULT_TIMEOUT_S = 600.0
-"""Seconds one HTTP attempt may take (long generations stream for minutes)."""
+DEFAULT_TIMEOUT_S = 120.0
+"""Seconds an HTTP call may wait for the next bytes (a streamed generation may run longer)."""
+
+DEFAULT_MAX_RETRIES = 2
+"""Retries after a transient failure (connection, timeout, 408/409/429/5xx, broken stream)."""
 
 
 @dataclass(frozen=True)
@@ -61,9 +64,9 @@ def resolve_tool_choice(request: Request) -> ToolChoice | None:
 
 
 def canonical_arguments(raw: str) -> str:
-    """Tool-call arguments as recorded: canonical JSON when ``raw`` parses, else ``raw``."""
+    """Tool-call arguments as recorded: canonical JSON when ``raw`` parses strictly, else ``raw``."""
     try:
-        return canonical_json(json.loads(raw))
+        return canonical_json(parse_json(raw))
     except ValueError:
         return raw
 
@@ -77,7 +80,7 @@ def arguments_object(arguments_json: str) -> dict[str, Any]:
     if not arguments_json.strip():
         return {}
     try:
-        value = json.loads(arguments_json)
+        value = parse_json(arguments_json)
     except ValueError:
         value = None
     return value if isinstance(value, dict) else {"invalid_arguments": arguments_json}
@@ -102,4 +105,28 @@ def check_params(params: Mapping[str, Any], reserved: frozenset[str], owner: str
 
 def one_line(text: object) -> str:
     """``text`` on a single line, for error messages built from server replies."""
-    return " ".join(str(text).split())
+    return valid_text(" ".join(str(text).split()))
+
+
+def brief_error(exc: BaseException, limit: int = 200) -> str:
+    """``exc`` as ``Type: message`` on one line, cut to ``limit`` characters."""
+    text = one_line(f"{type(exc).__name__}: {exc}")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def text_field(value: Any) -> str:
+    """A streamed string field; anything else breaks the reply."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def token_count(value: Any) -> int:
+    """A token count: ``None`` is 0; anything but a non-negative integer breaks the reply."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise TypeError(f"expected a token count, got {value!r:.40}")
+    return value
