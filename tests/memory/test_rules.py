@@ -6,7 +6,6 @@ import pytest
 
 from contextengine import Session
 from contextengine.memory.rules import (
-    RECITE_EVERY,
     RuleState,
     is_high_risk,
     is_info_gathering,
@@ -94,16 +93,16 @@ def test_strikes_count_per_class_and_a_reboot_resets_the_struck_class(tmp_path: 
     state = _fold(session)
     assert state.struck() == [] and state.awaiting_reboot
     assert state.strikes["ImportError"] == 2 and state.strikes["NameError"] == 0
-    assert not state.plan_due("plan") and not state.two_action_due()
+    assert not state.plan_due() and not state.two_action_due()
 
 
-def test_plan_is_due_when_in_view_changed_and_periodically_only_if_changed(tmp_path: Path) -> None:
+def test_plan_is_due_only_while_it_is_not_in_view(tmp_path: Path) -> None:
     session = _session(tmp_path)
+    state = _fold(session)
+    assert state.plan_due(), "never recited"
     session.append(ReminderEntry(rule="plan", text=plan_reminder_text("periodic", "P1", None)))
     state = _fold(session)
-    assert not state.plan_due("P1") and state.plan_due("P2")
-    assert not state.plan_due("P2", periodic_only=True)
-    for _ in range(RECITE_EVERY):
+    assert not state.plan_due(), "a changed plan is recited by the tail, not stored again"
+    for _ in range(10):
         state.observe(session.append(AssistantEntry(text="step")))
-    assert state.plan_due("P2", periodic_only=True)
-    assert not state.plan_due("P1", periodic_only=True), "an unchanged plan is never re-recited"
+    assert not state.plan_due()

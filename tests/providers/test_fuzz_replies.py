@@ -25,7 +25,8 @@ from contextengine import Agent, Config, RunResult, Session
 from contextengine.errors import ContextEngineError
 from contextengine.providers.anthropic import AnthropicProvider
 from contextengine.providers.openai import OpenAIProvider
-from contextengine.tools.files import FileEdit, FileGlob, FileGrep, FileLs, FileRead, FileWrite
+from contextengine.tools.file_search import FileGlob, FileGrep, FileLs
+from contextengine.tools.files import FileEdit, FileRead, FileWrite
 from contextengine.tools.registry import Toolset
 from contextengine.tools.todo import TodoWrite
 

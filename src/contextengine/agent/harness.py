@@ -6,10 +6,12 @@ resumed session continues with the same counts; the plan is ``task_plan.md`` its
 
 Reminders are appended only where a chat transcript allows them: ``before_tool`` and
 ``after_tool`` run between an assistant message and its tool results, where the native
-wire formats forbid other messages, so the plan re-read before a high-risk tool and the
+wire formats forbid other messages, so a plan recital due at a high-risk tool and the
 2-action reminder are appended at the next ``before_step`` (right after the batch's
-results), and a 3-strike reboot waits for the last result of its batch. A plan that is
-still the empty template is recited only at session start (with where the files are).
+results), and a 3-strike reboot waits for the last result of its batch. The plan file is
+recited into history only when it is not in view (at session start, after a compaction);
+its steps end every request in the task-status tail. A plan that is still the empty
+template is recited only at session start (with where the files are).
 
 Lessons: a failed call records a lesson keyed by its action (the shell command, else the
 path or pattern); when the same action later succeeds, the open lessons for it are
@@ -142,7 +144,7 @@ class DefaultHarness:
             if self._risk_pending:
                 entries += self._recitation("high-risk tool")
             else:
-                entries += self._recitation("periodic", periodic_only=True)
+                entries += self._recitation("periodic")
             if self.state.two_action_due():
                 entries.append(ReminderEntry(rule=TWO_ACTION_RULE, text=TWO_ACTION_TEXT))
         self._risk_pending = False
@@ -230,11 +232,11 @@ class DefaultHarness:
         )
         return HookResult(tuple(entries), events, reboot, needs_human)
 
-    def _recitation(self, reason: RecitationReason, *, periodic_only: bool = False) -> list[Entry]:
+    def _recitation(self, reason: RecitationReason) -> list[Entry]:
         plan_text = self._plan_body()
         if not plan_text and reason != "session start":
             return []
-        if not self.state.plan_due(plan_text, periodic_only=periodic_only):
+        if not self.state.plan_due():
             return []
         return [self._plan_reminder(reason, plan_text)]
 

@@ -103,49 +103,43 @@ class Plan(_Frozen):
 class StepStatus(_Frozen):
     """A new status for one step, by number."""
 
-    step: int = Field(ge=1, description="Step number as shown in the plan and task status.")
-    status: TodoStatus = Field(description="pending, in_progress, done or failed.")
+    step: int = Field(ge=1)
+    status: TodoStatus
 
 
 class StepInput(_Frozen):
     """One step and its status."""
 
-    content: str = Field(min_length=1, description="What the step is (one line).")
-    status: TodoStatus = Field("pending", description="pending, in_progress, done or failed.")
+    content: str = Field(min_length=1)
+    status: TodoStatus = "pending"
 
 
 class PhaseInput(_Frozen):
     """A phase: name, goal, steps, expected output."""
 
-    name: str = Field(min_length=1, description="Short phase name.")
-    goal: str = Field("", description="What this phase achieves.")
-    steps: tuple[StepInput, ...] = Field((), description="The phase's steps, in order.")
-    expected_output: str = Field("", description="What the phase produces.")
+    name: str = Field(min_length=1)
+    goal: str = ""
+    steps: tuple[StepInput, ...] = ()
+    expected_output: str = ""
 
 
 class RiskInput(_Frozen):
     """A risk and its mitigation."""
 
-    risk: str = Field(min_length=1, description="What could go wrong.")
-    mitigation: str = Field("", description="How to avoid or handle it.")
+    risk: str = Field(min_length=1)
+    mitigation: str = ""
 
 
 class PlanUpdate(_Frozen):
     """A change to the plan; fields left out stay as they are."""
 
-    title: str | None = Field(None, description="Short task title.")
-    goal: str | None = Field(None, description="The task goal in one or two sentences.")
-    phases: tuple[PhaseInput, ...] | None = Field(
-        None, description="Replace the whole execution plan with these phases and steps."
-    )
-    step_status: tuple[StepStatus, ...] | None = Field(
-        None, description="Set step statuses by number (numbers after `phases` is applied)."
-    )
-    blockers: str | None = Field(None, description="Current blockers; an empty string clears.")
-    add_decisions: tuple[str, ...] | None = Field(
-        None, description="Technical decisions to append."
-    )
-    add_risks: tuple[RiskInput, ...] | None = Field(None, description="Risks to append.")
+    title: str | None = None
+    goal: str | None = None
+    phases: tuple[PhaseInput, ...] | None = None
+    step_status: tuple[StepStatus, ...] | None = None
+    blockers: str | None = Field(None, description="An empty string clears them.")
+    add_decisions: tuple[str, ...] | None = None
+    add_risks: tuple[RiskInput, ...] | None = None
 
     def is_empty(self) -> bool:
         """Whether the update changes nothing."""

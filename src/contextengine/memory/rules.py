@@ -5,11 +5,12 @@ after a restart are exactly those before it (R8.6): nothing is kept that the log
 say. The reminders it asks for use constant wrapper text, so the same reminder is the
 same bytes, and none repeats while nothing changed:
 
-* plan recitation: due when the plan is not in view (never recited, or compacted away),
-  or when it changed since it was last recited: at once before a high-risk tool, and at
-  most every ``RECITE_EVERY`` model calls otherwise (the model just made the change). An
-  unchanged plan is never recited again: the task-status tail already ends every
-  request with it (R4.2);
+* plan recitation: due only when the plan file is not in view (never recited, or
+  compacted away): it is written into history then, with where the memory files are. The
+  plan's current steps are recited by the task-status tail, which ends every request
+  (R4.2) and so stands before every high-risk call the model decides on and every fifth
+  iteration (R8.2) without being stored: a recital in history would be paid again on
+  every later request;
 * 2-action rule: due after ``INFO_ACTIONS_PER_FINDING`` information-gathering actions
   with no finding recorded; once given, it is not repeated until a finding is recorded or
   a new user turn begins;
@@ -39,7 +40,6 @@ from contextengine.session.entries import (
 )
 from contextengine.session.log import LogRecord
 
-RECITE_EVERY = 5
 INFO_ACTIONS_PER_FINDING = 2
 STRIKES = 3
 
@@ -48,7 +48,7 @@ TWO_ACTION_RULE = "2-action"
 STRIKE_RULE = "3-strike"
 FINDING_TOOL = "memory_finding_add"
 
-RecitationReason = Literal["session start", "high-risk tool", "periodic", "3-strike"]
+RecitationReason = Literal["session start", "high-risk tool", "periodic"]
 
 INFO_TOOLS = frozenset({"file_read", "file_grep", "file_glob", "file_ls"})
 _INSPECT_COMMANDS = frozenset(
@@ -90,9 +90,8 @@ _INSPECT_GIT = frozenset({"log", "show", "diff", "status", "blame", "grep", "ls-
 _SEGMENTS = re.compile(r"\|\||&&|[|;\n]")
 
 TWO_ACTION_TEXT = (
-    "2-action rule: you made two information-gathering actions since your last recorded "
-    "finding. Record what you learned with memory_finding_add (title, content, source) "
-    "before going on, so it survives in findings.md."
+    "2-action rule: two reads since your last finding. Record what you learned with "
+    "memory_finding_add before going on."
 )
 _PLAN_OPEN = "<task_plan>"
 _PLAN_CLOSE = "</task_plan>"
@@ -105,7 +104,6 @@ def plan_reminder_text(reason: RecitationReason, plan_text: str, where: str | No
         "session start": "Plan recitation (session start): read your plan before you begin.",
         "high-risk tool": "Plan recitation (high-risk action): check that it fits the plan.",
         "periodic": "Plan recitation (periodic): check that your work still follows the plan.",
-        "3-strike": "Plan recitation (3-strike): re-read the plan before deciding what next.",
     }[reason]
     lines = [intro]
     if where is not None:
@@ -188,7 +186,6 @@ class RuleState:
     info_actions: int = 0
     two_action_given: bool = False
     last_plan: str | None = None
-    last_plan_at: int = 0
     awaiting_reboot: bool = False
     first_user_text: str | None = None
     open_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
@@ -241,7 +238,6 @@ class RuleState:
             self.two_action_given = True
         elif entry.rule == PLAN_RULE:
             self.last_plan = recited_plan(entry.text)
-            self.last_plan_at = self.iterations
         elif entry.rule == STRIKE_RULE:
             for name in self.struck():
                 del self.strikes[name]
@@ -256,15 +252,9 @@ class RuleState:
         """Error classes at or over the strike limit, most failures first."""
         return [name for name, n in self.strikes.most_common() if n >= STRIKES]
 
-    def plan_due(self, plan_text: str, *, periodic_only: bool = False) -> bool:
-        """Whether reciting ``plan_text`` now is not a repeat (see the module docstring)."""
-        if self.awaiting_reboot:
-            return False
-        if self.last_plan is None:
-            return True
-        if self.last_plan == plan_text.rstrip():
-            return False
-        return not periodic_only or self.iterations - self.last_plan_at >= RECITE_EVERY
+    def plan_due(self) -> bool:
+        """Whether the plan file must be recited into history (see the module docstring)."""
+        return not self.awaiting_reboot and self.last_plan is None
 
     def two_action_due(self) -> bool:
         """Whether the 2-action reminder is due."""

@@ -38,10 +38,8 @@ class MemoryPlanUpdate:
 
     name: ClassVar[str] = "memory_plan_update"
     description: ClassVar[str] = (
-        "Update your plan in task_plan.md. Give only what changes: title, goal, phases (replaces "
-        "the whole execution plan: phases with their steps), step_status (set steps by number, "
-        "as numbered in the plan), blockers, add_decisions, add_risks. The plan's steps end "
-        "every request as the task status."
+        "Change task_plan.md, giving only what changes: `phases` replaces the steps, "
+        "`step_status` sets steps by number."
     )
     Args: ClassVar[type[BaseModel]] = PlanUpdate
 
@@ -64,17 +62,14 @@ class MemoryFindingAdd:
     """``memory_finding_add``: append a timestamped finding to findings.md."""
 
     name: ClassVar[str] = "memory_finding_add"
-    description: ClassVar[str] = (
-        "Record something you learned (from reading files, searching, running code) in "
-        "findings.md, so it survives long sessions and later sessions can find it."
-    )
+    description: ClassVar[str] = "Record what you learned in findings.md."
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
-        title: str = Field(min_length=1, description="A short title for the finding.")
-        content: str = Field(min_length=1, description="What you found (markdown).")
-        source: str | None = Field(None, description="Where it came from: a file, command, URL.")
+        title: str = Field(min_length=1)
+        content: str = Field(min_length=1)
+        source: str | None = Field(None, description="A file, command or URL.")
 
     def run(self, args: MemoryFindingAdd.Args, ctx: ToolContext) -> ToolOutcome:
         """Append the finding."""

@@ -59,15 +59,10 @@ class FileLs(FileTool):
     """``file_ls``: the entries of a directory, sorted, with type and size."""
 
     name: ClassVar[str] = "file_ls"
-    description: ClassVar[str] = (
-        "List a directory of the workspace: sorted entries with their type (file, dir, link) "
-        "and size in bytes."
-    )
+    description: ClassVar[str] = "List a directory: entries with type and size."
 
     class Args(StrictArgs):
-        path: str = Field(
-            ".", description="Directory relative to the workspace. Default: its root."
-        )
+        path: str = Field(".")
 
     def _run(self, args: FileLs.Args, ctx: ToolContext) -> ToolOutcome:
         with ctx.workspace.locate(args.path, "read") as where, _open_folder(where) as fd:
@@ -129,13 +124,10 @@ class FileGlob(FileTool):
     """``file_glob``: workspace paths matching a glob pattern, sorted."""
 
     name: ClassVar[str] = "file_glob"
-    description: ClassVar[str] = (
-        "Find workspace paths matching a glob pattern relative to the workspace root, e.g. "
-        "`src/**/*.py` (`**` matches any number of folders). Results are sorted."
-    )
+    description: ClassVar[str] = "Workspace paths matching a glob such as `src/**/*.py`, sorted."
 
     class Args(StrictArgs):
-        pattern: str = Field(description="Glob pattern relative to the workspace root.")
+        pattern: str
 
     def _run(self, args: FileGlob.Args, ctx: ToolContext) -> ToolOutcome:
         pattern = _glob_parts(args.pattern)
@@ -203,14 +195,13 @@ class FileGrep(FileTool):
 
     name: ClassVar[str] = "file_grep"
     description: ClassVar[str] = (
-        "Search text files for a Python regular expression, line by line. `path` is a file or "
-        "a folder (default: the whole workspace); binary files and .git, node_modules, "
-        f"__pycache__ are skipped. Results are `file:line:text`, at most {GREP_MAX_MATCHES}."
+        "Search lines of text files (in `path`, a file or folder; default all) for a Python "
+        f"regex. Returns `file:line:text`, at most {GREP_MAX_MATCHES}."
     )
 
     class Args(StrictArgs):
-        pattern: str = Field(description="Python regular expression, searched in each line.")
-        path: str = Field(".", description="File or folder to search, relative to the workspace.")
+        pattern: str
+        path: str = "."
 
     def _run(self, args: FileGrep.Args, ctx: ToolContext) -> ToolOutcome:
         try:

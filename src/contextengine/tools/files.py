@@ -117,19 +117,14 @@ class FileRead(FileTool):
 
     name: ClassVar[str] = "file_read"
     description: ClassVar[str] = (
-        "Read a text file of the workspace as numbered lines (like `cat -n`). Give "
-        "start_line/end_line (1-based, inclusive) to read part of a long file. The result "
-        "carries the file's mtime; a re-read notes when the file changed since you last read it."
+        "Read a text file as numbered lines; start_line/end_line (1-based, inclusive) read "
+        "part of it. Shows the file's mtime."
     )
 
     class Args(StrictArgs):
-        path: str = Field(description="File path relative to the workspace.")
-        start_line: int | None = Field(
-            None, ge=1, description="First line to read, 1-based. Default: 1."
-        )
-        end_line: int | None = Field(
-            None, ge=1, description="Last line to read, inclusive. Default: the end of the file."
-        )
+        path: str
+        start_line: int | None = Field(None, ge=1)
+        end_line: int | None = Field(None, ge=1)
 
         @model_validator(mode="after")
         def _ordered(self) -> FileRead.Args:
@@ -194,13 +189,12 @@ class FileWrite(FileTool):
 
     name: ClassVar[str] = "file_write"
     description: ClassVar[str] = (
-        "Write a file of the workspace with exactly the given content, creating parent "
-        "folders as needed. Overwrites an existing file."
+        "Write a file with exactly this content (creates folders; overwrites)."
     )
 
     class Args(StrictArgs):
-        path: str = Field(description="File path relative to the workspace.")
-        content: str = Field(description="The complete new content of the file.")
+        path: str
+        content: str
 
     def _run(self, args: FileWrite.Args, ctx: ToolContext) -> ToolOutcome:
         data = _encode(args.content)
@@ -219,11 +213,9 @@ class FileWrite(FileTool):
 class EditOp(StrictArgs):
     """One exact replacement of a multi-edit."""
 
-    old_text: str = Field(min_length=1, description="Exact text to replace, whitespace included.")
-    new_text: str = Field(description="Replacement text.")
-    replace_all: bool = Field(
-        False, description="Replace every occurrence instead of requiring exactly one."
-    )
+    old_text: str = Field(min_length=1)
+    new_text: str
+    replace_all: bool = False
 
     @model_validator(mode="after")
     def _changes(self) -> EditOp:
@@ -243,24 +235,20 @@ class FileEdit(FileTool):
 
     name: ClassVar[str] = "file_edit"
     description: ClassVar[str] = (
-        "Edit a text file by exact replacement: old_text must occur exactly once unless "
-        "replace_all is true. For several changes to one file give `edits` instead; they are "
-        "applied in order and either all succeed or the file is left unchanged."
+        "Replace old_text (exact, once unless replace_all) with new_text in a file; `edits` "
+        "applies several replacements, all or none."
     )
 
     class Args(StrictArgs):
-        path: str = Field(description="File path relative to the workspace.")
-        old_text: str | None = Field(
-            None, description="Exact text to replace, whitespace included."
-        )
-        new_text: str | None = Field(None, description="Replacement text.")
+        path: str
+        old_text: str | None = None
+        new_text: str | None = None
         replace_all: bool = Field(
             False, description="Replace every occurrence instead of requiring exactly one."
         )
         edits: list[EditOp] | None = Field(
             None,
             min_length=1,
-            description="Several edits applied in order (instead of old_text/new_text).",
         )
 
         @model_validator(mode="after")

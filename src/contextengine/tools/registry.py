@@ -96,11 +96,21 @@ def _explain(exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
+# Tool definitions are paid on every request: the model is shown what it needs to call a
+# tool right, and the argument model still validates every call in full.
+_VALIDATION_ONLY = frozenset(
+    {"title", "default", "additionalProperties", "minLength", "minimum", "minItems"}
+)
+
+
 def args_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of an argument model, tidied for the model's eyes: no titles, nested
-    models inlined, ``X | None`` shown as ``X``."""
+    """The JSON schema of an argument model, lean for the model's eyes: no titles, defaults
+    or validation-only bounds (the argument model checks those), nested models inlined
+    without their own descriptions, ``X | None`` shown as ``X``, an enum's description
+    left out where it only lists the values."""
     schema = model.model_json_schema()
     defs = schema.pop("$defs", {})
+    schema.pop("description", None)  # the model's docstring: the tool's description says it
     return _tidy(schema, defs)
 
 
@@ -114,17 +124,24 @@ def _tidy(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         return _tidy({**{k: v for k, v in node.items() if k != "anyOf"}, **kept}, defs)
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key == "title" or (key == "default" and value is None):
+        if key in _VALIDATION_ONLY or (key == "description" and _says_nothing(node)):
             continue
         if key == "properties":
             out[key] = {name: _tidy(sub, defs) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties") and isinstance(value, dict):
-            out[key] = _tidy(value, defs)
+        elif key == "items" and isinstance(value, dict):
+            out[key] = {k: v for k, v in _tidy(value, defs).items() if k != "description"}
         elif key in ("anyOf", "allOf", "oneOf"):
             out[key] = [_tidy(sub, defs) for sub in value]
         else:
             out[key] = value
     return out
+
+
+def _says_nothing(node: dict[str, Any]) -> bool:
+    """An enum's description that only lists its values."""
+    values = node.get("enum")
+    text = str(node.get("description", "")).lower()
+    return bool(values) and all(str(v).lower() in text for v in values) and len(text) < 60
 
 
 def default_toolset() -> Toolset:

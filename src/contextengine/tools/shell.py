@@ -75,20 +75,18 @@ class ShellExec:
 
     name: ClassVar[str] = "shell_exec"
     description: ClassVar[str] = (
-        "Run a bash command in the workspace folder (a fresh shell each time; no stdin). "
-        "Returns stdout, stderr and the exit code. A command running longer than timeout_s "
-        "is killed together with every process it started."
+        "Run a bash command in the workspace (fresh shell, no stdin). Returns stdout, stderr "
+        "and exit code; after timeout_s it is killed with every process it started."
     )
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
-        command: str = Field(min_length=1, description="The bash command line to run.")
+        command: str = Field(min_length=1)
         timeout_s: float | None = Field(
             None,
             gt=0,
             le=MAX_TIMEOUT_S,
-            description="Seconds before the command is killed. Default: the session setting.",
         )
 
     def run(self, args: ShellExec.Args, ctx: ToolContext) -> ToolOutcome:

@@ -22,8 +22,8 @@ class TodoItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    content: str = Field(min_length=1, description="What the step is.")
-    status: TodoStatus = Field(description="pending, in_progress, done or failed.")
+    content: str = Field(min_length=1)
+    status: TodoStatus
 
 
 class TodoWrite:
@@ -31,14 +31,13 @@ class TodoWrite:
 
     name: ClassVar[str] = "todo_write"
     description: ClassVar[str] = (
-        "Replace the task's todo list (the plan) with this complete list. Keep exactly one "
-        "step in_progress while working; mark steps done or failed as soon as they are."
+        "Replace the todo list (your plan) with this full list; keep one step in_progress."
     )
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
-        todos: list[TodoItem] = Field(description="The complete todo list, in order.")
+        todos: list[TodoItem]
 
     def run(self, args: TodoWrite.Args, ctx: ToolContext) -> ToolOutcome:
         """Return the list as data and a one-line recap."""
