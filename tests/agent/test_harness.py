@@ -230,16 +230,21 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     first = next(r for r in agent.session.records if isinstance(r.entry, ReminderEntry))
     assert "task_plan.md" in first.entry.text and ".contextengine/sessions/" in first.entry.text
     requests = main_requests(provider)
-    # requests 1, 3 and 4 are answered with shell_exec: the plan as it is ends each of them
-    assert "No plan yet." in requests[1].messages[-1]["content"]
-    for k in (3, 4):
-        assert "[x] 1 Look\n[>] 2 Run" in requests[k].messages[-1]["content"]
+    tails = [r.messages[-1]["content"] for r in requests]
+    # requests 1, 3 and 4 are answered with shell_exec: each ends with the plan's status,
+    # in full when it changed (and every fifth iteration), else its focus
+    assert tails[1].endswith("No plan yet.")
+    assert "[x] 1 Look\n[>] 2 Run" in tails[3]
+    assert tails[4] == "## Task status (unchanged)\nFocus: step 2 Run"
+    assert "[x] 2 Run\n[>] 3 Write" in tails[6]
+    assert all("(unchanged)" in t for t in tails[7:11])
+    assert "[x] 2 Run\n[>] 3 Write" in tails[11], "recited in full again five iterations on"
 
     for request in main_requests(provider):
         assert request.messages[-1]["role"] == "user"
         assert request.messages[-1]["content"].startswith(TAIL_HEADING)
     assert "Objective: Run things." in main_requests(provider)[0].messages[-1]["content"]
-    assert "[>] 3 Write" in main_requests(provider)[-1].messages[-1]["content"]
+    assert "step 3 Write" in main_requests(provider)[-1].messages[-1]["content"]
     assert TAIL_HEADING not in (agent.session_dir / "session.jsonl").read_text()
 
 

@@ -46,7 +46,7 @@ from contextengine.memory.rules import (
     plan_reminder_text,
 )
 from contextengine.memory.scope import SessionScope
-from contextengine.memory.status import objective_of, task_status
+from contextengine.memory.status import TailRecital, objective_of
 from contextengine.memory.templates import fence
 from contextengine.memory.working_memory import FINDINGS, PLAN, PROGRESS, WorkingMemory
 from contextengine.session.entries import (
@@ -102,6 +102,7 @@ class DefaultHarness:
         self._sync(live=False)
         self._resumed = self._seen > 0
         self._started = False
+        self._recital = TailRecital()
         self._risk_pending = False
         self._open: dict[tuple[str, str], list[Lesson]] = {}
         if lessons is not None:
@@ -111,6 +112,7 @@ class DefaultHarness:
     def start_turn(self, user_text: str) -> HookResult:
         """Log the turn, run the injectors, recite the plan at session start."""
         self._sync()
+        self._recital.new_turn()
         request = objective_of(user_text)
         if not self._started and not self._resumed:
             self.memory.log(
@@ -151,8 +153,10 @@ class DefaultHarness:
         return self._result(entries)
 
     def task_status(self) -> str | None:
-        """Objective, steps and current focus, from the plan."""
-        return task_status(self.memory.plan(), self.state.first_user_text)
+        """Objective, steps and current focus, from the plan (the focus alone while that
+        is all that is new)."""
+        plan = self.memory.plan()
+        return self._recital.tail(plan, self.state.first_user_text, self.state.iterations)
 
     def before_tool(self, call: ToolCall) -> HookResult:
         """Note a high-risk call: the plan is re-read once its batch has run."""

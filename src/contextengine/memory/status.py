@@ -1,7 +1,8 @@
 """The task-status tail (R4.2, seed 001 "任务目标重述"): objective, steps, current focus.
 
 It ends every request and is never stored, so it may change every step without costing
-a cache hit.
+a cache hit; but it is paid uncached on every request, so it is said in few tokens, and
+in full only when it says something new (``TailRecital``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from contextengine.memory.plan import MARKS, Plan, one_line
 
 OBJECTIVE_CHARS = 120
 HEADING = "## Task status"
+FULL_EVERY = 5  # iterations between full recitals of an unchanged status (R8.2)
 _REMINDER_BLOCK = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 
@@ -43,3 +45,36 @@ def task_status(plan: Plan, first_user_text: str | None) -> str:
     elif steps:
         lines.append("Focus: every step is finished; check the result and report")
     return "\n".join(lines)
+
+
+def brief_status(plan: Plan) -> str:
+    """The tail while the full status is unchanged and recently recited: the focus only."""
+    current = plan.current_index
+    if current is not None:
+        step = plan.steps[current]
+        return f"{HEADING} (unchanged)\nFocus: step {current + 1} {step.text}"
+    if plan.steps:
+        return f"{HEADING} (unchanged)\nEvery step is finished; check the result and report."
+    return f"{HEADING} (unchanged)\nNo plan yet."
+
+
+class TailRecital:
+    """Chooses the tail of each iteration: the full status when it changed, at a turn's
+    first request and every ``FULL_EVERY`` iterations, else the brief focus line."""
+
+    def __init__(self) -> None:
+        self._full: str | None = None
+        self._full_at = -FULL_EVERY
+
+    def tail(self, plan: Plan, first_user_text: str | None, iteration: int) -> str:
+        """The tail for a request made at ``iteration`` (model calls so far)."""
+        full = task_status(plan, first_user_text)
+        due = iteration == self._full_at or iteration - self._full_at >= FULL_EVERY
+        if full != self._full or due:
+            self._full, self._full_at = full, iteration
+            return full
+        return brief_status(plan)
+
+    def new_turn(self) -> None:
+        """A user turn starts: its first request recites the full status."""
+        self._full = None
