@@ -387,7 +387,7 @@ def test_the_model_can_read_and_edit_its_memory_files_by_path(tmp_path):
             reminder = next(
                 m["content"] for m in request.messages if "session start" in m["content"]
             )
-            plan_path = reminder.split("file_read): ")[1].split(",")[0]
+            plan_path = reminder.split("Memory files: ")[1].split(" ")[0] + "task_plan.md"
             return step(
                 call(
                     "file_edit",

@@ -107,17 +107,9 @@ def plan_reminder_text(reason: RecitationReason, plan_text: str, where: str | No
     }[reason]
     lines = [intro]
     if where is not None:
-        lines.append(
-            f"Working memory files (read them with file_read): {where}/task_plan.md, "
-            f"{where}/findings.md, {where}/progress.md."
-        )
-    if plan_text.strip():
-        lines.append(
-            "Keep the plan current with memory_plan_update or todo_write when it no longer "
-            "matches what you are doing."
-        )
-    else:
-        lines.append("Your plan is still empty: write it with memory_plan_update or todo_write.")
+        lines.append(f"Memory files: {where}/ task_plan.md, findings.md, progress.md.")
+    if not plan_text.strip():
+        lines.append("Your plan is empty: write it with todo_write.")
     body = f"{plan_text.rstrip()}\n" if plan_text.strip() else ""
     return "\n".join(lines) + f"\n{_PLAN_OPEN}\n{body}{_PLAN_CLOSE}"
 
