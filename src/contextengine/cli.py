@@ -148,7 +148,9 @@ def run(
     if protocol not in ("native", "text"):
         raise ContextEngineError(f"--protocol must be 'native' or 'text', not {protocol!r}")
     settings = Config.load(config)
-    chosen = make_provider(provider, model, base_url=base_url)
+    chosen = make_provider(
+        provider, model, base_url=base_url, context_window=settings.context_window
+    )
     if resume is not None:
         agent = Agent.resume(resume, chosen, settings)
     else:
@@ -184,9 +186,12 @@ def serve(
     from contextengine.providers.factory import make_provider
 
     settings = Config.load(config)
-    make_provider(provider, model, base_url=base_url)  # a bad name, model or key fails now
+    window = settings.context_window
+    make_provider(provider, model, base_url=base_url, context_window=window)  # fails now if bad
     application = create_app(
-        workspace, lambda: make_provider(provider, model, base_url=base_url), settings
+        workspace,
+        lambda: make_provider(provider, model, base_url=base_url, context_window=window),
+        settings,
     )
     sys.stderr.write(f"contextengine: serving {workspace.resolve()} on http://{host}:{port}/\n")
     uvicorn.run(application, host=host, port=port, log_level="info")
