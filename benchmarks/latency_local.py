@@ -38,7 +38,7 @@ from contextengine.context.request import Request
 from contextengine.measure.replay import replay_engine
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
-from contextengine.measure.trajectory import load_trajectory
+from contextengine.measure.trajectory import Trajectory, load_trajectory
 from contextengine.providers.local import LlamaCppProvider, local_n_ctx
 
 TRAJECTORIES = Path(__file__).resolve().parents[2] / "shared" / "bench" / "trajectories"
@@ -107,8 +107,10 @@ def main() -> None:
         }
         print(json.dumps(out, indent=1))
     else:
-        print(f"{args.trajectory.name}, {model.name} ({chat_format} turns), n_ctx {n_ctx}, ")
-        print(f"{args.threads} threads, first {steps} steps ({stop})\n")
+        print(
+            f"{args.trajectory.name}, {model.name} ({chat_format} turns), n_ctx {n_ctx}, "
+            f"{args.threads} threads, first {steps} steps ({stop})\n"
+        )
         print(table(summary))
 
 
@@ -121,7 +123,9 @@ def gemma_path() -> Path:
     return Path(assemble())
 
 
-def requests_by_mode(trajectory: Any, config: Config) -> dict[str, list[tuple[int, Request]]]:
+def requests_by_mode(
+    trajectory: Trajectory, config: Config
+) -> dict[str, list[tuple[int, Request]]]:
     """Each mode's requests in order, tagged with the recorded step they answer (a side
     call carries the step that follows it)."""
     counter = TokenCounter()
