@@ -236,7 +236,7 @@ def _settings(config: Path | None, timeout: float | None, retries: int | None) -
 
 
 def _provider(name: str, model: str | None, base_url: str | None, settings: Config) -> Provider:
-    """The provider ``name`` with the settings' timeout and retries."""
+    """The provider ``name`` with the settings' timeout, retries and context window."""
     from contextengine.providers.factory import make_provider
 
     return make_provider(
@@ -245,6 +245,7 @@ def _provider(name: str, model: str | None, base_url: str | None, settings: Conf
         base_url=base_url,
         timeout_s=settings.request_timeout_s,
         max_retries=settings.max_retries,
+        context_window=settings.context_window,
     )
 
 

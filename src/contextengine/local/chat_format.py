@@ -1,13 +1,16 @@
-"""ChatML prompts with Hermes-style tool calls, and the parser of a model's reply.
+"""The tool-call text protocol of the embedded engine, ChatML prompts, and the reply parser.
 
-The prompt is a pure function of the request's tools and messages, rendered turn by turn:
-turn ``k`` depends on message ``k`` only (the tool list is folded into the first system
+Local models see tools and tool traffic as text (``text_messages``): the tool list joins the
+system message, a call is written as ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>``
+(the format Hermes and Qwen models are trained on), a result is a user turn inside
+``<tool_response>`` tags. History renders calls exactly that way, so a model's own call,
+re-rendered, matches the text it generated. The turn format around that text is the model's
+(``contextengine.local.templates``); ChatML, defined here, is the default.
+
+The ChatML prompt is a pure function of the request's tools and messages, rendered turn by
+turn: turn ``k`` depends on message ``k`` only (the tool list is folded into the first system
 turn), so an append-only request renders to an append-only prompt and the engine's KV
 prefix survives from one call to the next.
-
-A tool call is written as ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>``,
-the format Hermes and Qwen models are trained on; history renders calls exactly that way
-so a model's own call, re-rendered, matches the text it generated.
 """
 
 from __future__ import annotations
@@ -50,17 +53,26 @@ def render_prompt(request: Request) -> str:
 def render_turns(
     tools: Sequence[Mapping[str, Any]], messages: Sequence[Mapping[str, Any]]
 ) -> list[str]:
-    """One ChatML turn per message; the tool list joins the first turn when it is a system
-    message, and gets a system turn of its own before the messages otherwise."""
-    turns = [_turn(m) for m in messages]
+    """One ChatML turn per message of ``text_messages``."""
+    return [_wrap(m["role"], m["content"]) for m in text_messages(tools, messages)]
+
+
+def text_messages(
+    tools: Sequence[Mapping[str, Any]], messages: Sequence[Mapping[str, Any]]
+) -> list[dict[str, str]]:
+    """The messages as plain ``{role, content}`` text, one per message: the tool list joins
+    the first message when it is a system message, and is a system message of its own before
+    the others otherwise; calls are ``<tool_call>`` text, results ``<tool_response>`` user
+    messages. Message ``k`` depends on message ``k`` (and the tools) only."""
+    plain = [_text_message(m) for m in messages]
     if not tools:
-        return turns
+        return plain
     section = _TOOLS_INTRO + "\n".join(canonical_json(t) for t in tools) + _TOOLS_OUTRO
-    if messages and messages[0].get("role") == "system":
-        turns[0] = _wrap("system", _text(messages[0].get("content")) + section)
+    if plain and plain[0]["role"] == "system":
+        plain[0] = {"role": "system", "content": plain[0]["content"] + section}
     else:
-        turns.insert(0, _wrap("system", section.lstrip("\n")))
-    return turns
+        plain.insert(0, {"role": "system", "content": section.lstrip("\n")})
+    return plain
 
 
 def render_call(name: str, arguments_json: str) -> str:
@@ -70,21 +82,19 @@ def render_call(name: str, arguments_json: str) -> str:
     return f"{TOOL_CALL_OPEN}\n{body}\n{TOOL_CALL_CLOSE}"
 
 
-def _turn(message: Mapping[str, Any]) -> str:
+def _text_message(message: Mapping[str, Any]) -> dict[str, str]:
     role = str(message.get("role", "user"))
     content = _text(message.get("content"))
     if role == "tool":
-        return _wrap("user", f"<tool_response>\n{content}\n</tool_response>")
+        return {"role": "user", "content": f"<tool_response>\n{content}\n</tool_response>"}
     if role == "assistant":
-        body = content
         for call in message.get("tool_calls") or ():
             function = call.get("function", {})
             rendered = render_call(
                 str(function.get("name", "")), str(function.get("arguments", ""))
             )
-            body = f"{body}\n{rendered}" if body else rendered
-        return _wrap("assistant", body)
-    return _wrap(role, content)
+            content = f"{content}\n{rendered}" if content else rendered
+    return {"role": role, "content": content}
 
 
 def _wrap(role: str, body: str) -> str:

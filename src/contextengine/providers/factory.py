@@ -43,6 +43,7 @@ def make_provider(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     max_retries: int = DEFAULT_MAX_RETRIES,
+    context_window: int | None = None,
 ) -> Provider:
     """The provider called ``name`` (one of ``PROVIDER_NAMES``) for ``model``.
 
@@ -62,7 +63,13 @@ def make_provider(
             model, api_key=api_key, base_url=base_url, **http
         )
     if name == "local":
-        return _adapter("local", "LlamaCppProvider", "local")(model)
+        local = _adapter("local", "LlamaCppProvider", "local")
+        n_ctx = None
+        if context_window is not None:
+            n_ctx = importlib.import_module("contextengine.providers.local").local_n_ctx(
+                model, context_window
+            )
+        return local(model, n_ctx=n_ctx)
     if name == "anthropic":
         return _adapter("anthropic", "AnthropicProvider", "anthropic")(
             model, api_key=api_key, base_url=base_url, **http

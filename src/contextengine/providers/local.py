@@ -1,7 +1,9 @@
 """The embedded local engine (R13.1): a GGUF model run in-process by llama-cpp-python.
 
-Each request is rendered to one ChatML prompt (``contextengine.local.chat_format``); its tool
-mask is enforced at decode time by a GBNF grammar (R2.3). The engine keeps the KV cache of
+Each request is rendered to one prompt in the model's own turn format, read from the chat
+template in the GGUF file (``contextengine.local.templates``); its tool mask is enforced at
+decode time by a GBNF grammar (R2.3). The context size is the session's ``context_window``,
+capped at the length the model was trained for (``local_n_ctx``). The engine keeps the KV cache of
 its last sequence and re-evaluates only the tokens after the longest common prefix, so an
 append-only session pays for the new tokens only; with ``ram_cache_bytes`` it also keeps
 saved states of earlier sequences, so sessions that alternate each find their own prefix.
@@ -23,8 +25,9 @@ from typing import Any
 
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
-from contextengine.local.chat_format import parse_reply, render_prompt, visible_text
+from contextengine.local.chat_format import parse_reply, visible_text
 from contextengine.local.grammar import mask_grammar
+from contextengine.local.templates import format_for_template
 from contextengine.providers.base import StreamingProvider
 from contextengine.types import FinishReason, ModelReply, ReplyDone, ReplyEvent, TextDelta, Usage
 
@@ -34,6 +37,8 @@ INSTALL_HINT = "pip install 'contextengine[local]'"
 class LlamaCppProvider(StreamingProvider):
     """Answers requests with a local GGUF model.
 
+    ``n_ctx`` is the engine's context size (``None``: the model's training length).
+    ``chat_format`` is one of ``templates.FORMAT_NAMES`` (``auto``: from the model's template).
     ``seed`` makes sampling reproducible: call ``n`` samples with seed ``seed + n``.
     ``ram_cache_bytes`` > 0 keeps saved engine states (LlamaRAMCache) up to that size.
     """
@@ -42,7 +47,8 @@ class LlamaCppProvider(StreamingProvider):
         self,
         model_path: str | Path,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int | None = None,
+        chat_format: str = "auto",
         ram_cache_bytes: int = 0,
         seed: int = 0,
         max_tokens: int = 512,
@@ -64,12 +70,25 @@ class LlamaCppProvider(StreamingProvider):
         self._lock = threading.Lock()
         try:
             self._llama: Any = _metered_llama_class()(
-                model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False
+                model_path=str(path),
+                n_ctx=n_ctx or 0,
+                n_threads=n_threads,
+                seed=seed,
+                verbose=False,
             )
         except ValueError as exc:
             raise ProviderError(f"cannot load local model {path}: {exc}") from exc
         self._llama_cpp = llama_cpp
         self._vocab = llama_cpp.llama_model_get_vocab(self._llama.model)
+        metadata = self._llama.metadata
+        self.chat_template: str | None = metadata.get("tokenizer.chat_template")
+        eos = self._llama.token_eos()
+        self.chat_format = format_for_template(
+            self.chat_template,
+            chat_format,
+            eos_token=self._llama.detokenize([eos], special=True).decode() if eos >= 0 else "",
+            architecture=metadata.get("general.architecture", ""),
+        )
         if ram_cache_bytes > 0:
             self._llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=ram_cache_bytes))
 
@@ -77,6 +96,10 @@ class LlamaCppProvider(StreamingProvider):
     def llama(self) -> Any:
         """The underlying ``llama_cpp.Llama`` (for tokenizing and engine counters)."""
         return self._llama
+
+    def render_prompt(self, request: Request) -> str:
+        """The request as this model's prompt text."""
+        return self.chat_format.render_prompt(request)
 
     def tokenize(self, text: str) -> list[int]:
         """The model's tokens for ``text`` (special tokens parsed, BOS as the model wants)."""
@@ -93,7 +116,7 @@ class LlamaCppProvider(StreamingProvider):
 
     def _generate(self, request: Request, grammar_text: str | None) -> Iterator[ReplyEvent]:
         llama = self._llama
-        tokens = self.tokenize(render_prompt(request))
+        tokens = self.tokenize(self.render_prompt(request))
         n_ctx = llama.n_ctx()
         if len(tokens) >= n_ctx:
             raise ProviderError(
@@ -180,6 +203,24 @@ class LlamaCppProvider(StreamingProvider):
             if n >= 0:
                 return buffer.raw[:n]
             size = -n
+
+
+def local_n_ctx(model_path: str | Path, context_window: int) -> int:
+    """The engine's context size for a session: ``context_window``, capped at the context
+    length the model was trained for (read from the GGUF header, no weights loaded)."""
+    trained = _trained_context(Path(model_path))
+    return min(context_window, trained) if trained else context_window
+
+
+def _trained_context(path: Path) -> int | None:
+    try:
+        from gguf import GGUFReader
+
+        fields = GGUFReader(path).fields
+        arch = fields["general.architecture"].contents()
+        return int(fields[f"{arch}.context_length"].contents())
+    except (ImportError, OSError, KeyError, ValueError):
+        return None
 
 
 def _import_llama_cpp() -> Any:
