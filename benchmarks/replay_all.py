@@ -70,7 +70,7 @@ def main() -> None:
         help="base history mode for every engine row (default: the config's default)",
     )
     args = parser.parse_args()
-    files = sorted(args.trajectories.glob("*.json"))
+    files = sorted(args.trajectories.rglob("*.json"))
     if not files:
         sys.exit(f"no trajectories in {args.trajectories}")
     counter = TokenCounter()
@@ -91,16 +91,17 @@ def main() -> None:
 
 
 def table(files: list[Path], rows: list[Row], full: list[StrategyResult]) -> str:
-    """The markdown table: totals, then per file cost ratio / recall."""
-    names = [p.stem.split("_")[0] + ":" + p.stem.split("_", 1)[1][:14] for p in files]
+    """Two markdown tables: every configuration in total, then the default config per file."""
     header = [
         "config",
         "cost / full",
         "cost / floor",
-        "recall",
-        "breaks (other / compaction)",
+        "recall (mean / min)",
+        "runs > 1.02x",
+        "worst run",
+        "breaks (other / compaction / prune)",
+        "prunes paid back",
         "summary cached (min)",
-        *names,
     ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     full_total = sum(r.cost_usd for r in full)
@@ -108,8 +109,11 @@ def table(files: list[Path], rows: list[Row], full: list[StrategyResult]) -> str
         cost = sum(r.cost_usd for r in row.results)
         floor = sum(r.floor_usd for r in row.results)
         recalls = [r.reference_recall for r in row.results if r.reference_recall is not None]
-        breaks = [b for r in row.results for b in r.cache_breaks]
-        compaction = sum(1 for b in breaks if b["cause"] == "compaction")
+        ratios = [r.cost_usd / f.cost_usd for r, f in zip(row.results, full, strict=True)]
+        breaks = [b["cause"] for r in row.results for b in r.cache_breaks]
+        rewrites = {cause: breaks.count(cause) for cause in ("compaction", "prune")}
+        prunes = [p for r in row.results for p in r.prunes]
+        paid = sum(1 for p in prunes if p["payback_steps"] <= p["remaining_steps"])
         summaries = [
             s["cached_share"]
             for r in row.results
@@ -120,15 +124,32 @@ def table(files: list[Path], rows: list[Row], full: list[StrategyResult]) -> str
             row.label,
             f"{cost / full_total:.3f}x",
             f"{cost / floor:.2f}x",
-            f"{sum(recalls) / len(recalls):.3f}" if recalls else "-",
-            f"{len(breaks) - compaction} / {compaction}",
+            f"{sum(recalls) / len(recalls):.3f} / {min(recalls):.2f}" if recalls else "-",
+            str(sum(1 for x in ratios if x > 1.02)),
+            f"{max(ratios):.2f}x",
+            f"{len(breaks) - sum(rewrites.values())} / {rewrites['compaction']} / "
+            f"{rewrites['prune']}",
+            f"{paid} / {len(prunes)}",
             f"{min(summaries):.0%} ({len(summaries)})" if summaries else "-",
-            *(
-                f"{r.cost_usd / f.cost_usd:.2f}x / {_recall(r)}"
-                for r, f in zip(row.results, full, strict=True)
-            ),
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", per_file(files, rows, full)]
+    return "\n".join(lines)
+
+
+def per_file(files: list[Path], rows: list[Row], full: list[StrategyResult]) -> str:
+    """The default config and the sliding window, file by file, against full history."""
+    engine, window = rows[0].results, next(r for r in rows if "sliding" in r.label).results
+    lines = [
+        "| file | steps | full history | engine cost / full | recall | prunes "
+        "| sliding cost / full | recall |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for path, e, w, f in zip(files, engine, window, full, strict=True):
+        lines.append(
+            f"| {path.stem} | {e.steps} | ${f.cost_usd:.3f} | {e.cost_usd / f.cost_usd:.3f}x "
+            f"| {_recall(e)} | {len(e.prunes)} | {w.cost_usd / f.cost_usd:.3f}x | {_recall(w)} |"
+        )
     return "\n".join(lines)
 
 

@@ -93,12 +93,14 @@ class CompactionEvent(_Event):
 
 @dataclass(frozen=True)
 class PruneEvent(_Event):
-    """Old tool results became stubs (R7.8): how many, tokens saved, the expected payback."""
+    """Old tool results became stubs (R7.8): how many, tokens saved, the expected payback
+    (in model calls) and the session's model calls before it."""
 
     type: ClassVar[str] = "prune"
     results: int
     saved_tokens: int
     payback_steps: float
+    step: int = 0
 
 
 @dataclass(frozen=True)

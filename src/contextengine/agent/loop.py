@@ -270,7 +270,10 @@ class Agent:
             if rebooting is None and (decision := self.pruner.decide()) is not None:
                 self.pruner.prune(decision)
                 yield PruneEvent(
-                    len(decision.records), decision.saved_tokens, round(decision.payback_steps, 1)
+                    len(decision.records),
+                    decision.saved_tokens,
+                    round(decision.payback_steps, 1),
+                    self._calls,
                 )
             request = self._build(context, rebooting)
             if self.compactor.needed(self._estimate(request)) and (

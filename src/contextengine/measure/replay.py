@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from contextengine.agent.events import PruneEvent
 from contextengine.agent.loop import Agent
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.context.builder import ContextBuilder
@@ -61,6 +62,7 @@ class StrategyResult:
     reference_recall: float | None
     cache_breaks: tuple[dict[str, Any], ...]
     side_calls: tuple[dict[str, Any], ...]
+    prunes: tuple[dict[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready figures (costs rounded to 1/1000 cent)."""
@@ -69,6 +71,7 @@ class StrategyResult:
         out["floor_usd"] = round(self.floor_usd, 5)
         out["cache_breaks"] = list(self.cache_breaks)
         out["side_calls"] = list(self.side_calls)
+        out["prunes"] = list(self.prunes)
         return out
 
 
@@ -145,10 +148,13 @@ class Replayer:
         on_step: Callable[[int], None] | None = None,
     ) -> StrategyResult:
         """The engine's figures under ``config`` (``dump``: write its requests there)."""
-        calls = replay_engine(self.trajectory, config, self.counter, on_step=on_step)
+        prunes: list[PruneEvent] = []
+        calls = replay_engine(
+            self.trajectory, config, self.counter, on_step=on_step, on_prune=prunes.append
+        )
         if dump is not None:
             write_dump(self.trajectory, calls, dump)
-        return self._figures.of(calls)
+        return self._figures.of(calls, prunes)
 
     def baselines(
         self, *, on_step: Callable[[int], None] | None = None
@@ -180,8 +186,10 @@ def replay_engine(
     counter: TokenCounter,
     *,
     on_step: Callable[[int], None] | None = None,
+    on_prune: Callable[[PruneEvent], None] | None = None,
 ) -> list[ReplayCall]:
-    """Play ``trajectory`` through a real ``Agent`` with ``config``; every charged call."""
+    """Play ``trajectory`` through a real ``Agent`` with ``config``; every charged call
+    (``on_prune`` sees each pruning, its ``step`` the recorded step it came before)."""
     script = ReplayScript(trajectory)
     provider = ReplayProvider(
         script, CacheAccountant(counter), model=trajectory.model or "replay", on_step=on_step
@@ -220,6 +228,8 @@ def replay_engine(
                 status = ""
                 for event in agent.stream(round_.user):
                     status = getattr(getattr(event, "result", None), "status", status)
+                    if isinstance(event, PruneEvent) and on_prune is not None:
+                        on_prune(replace(event, step=script.position))
                 if script.position < round_.end:
                     raise ReplayError(
                         f"the engine ended round {number + 1} at step {script.position} of "
@@ -239,7 +249,7 @@ class _Figures:
         self.references = step_references(trajectory)
         self.content_tokens = content_tokens(trajectory, counter)
 
-    def of(self, calls: Sequence[ReplayCall]) -> StrategyResult:
+    def of(self, calls: Sequence[ReplayCall], prunes: Sequence[PruneEvent] = ()) -> StrategyResult:
         main = [c for c in calls if c.step is not None]
         main_input = sum(c.cost.input_tokens for c in main)
         recalls = [
@@ -290,6 +300,16 @@ class _Figures:
                 }
                 for c in calls
                 if c.step is None
+            ),
+            prunes=tuple(
+                {
+                    "step": p.step,
+                    "results": p.results,
+                    "saved_tokens": p.saved_tokens,
+                    "payback_steps": p.payback_steps,
+                    "remaining_steps": len(main) - p.step,
+                }
+                for p in prunes
             ),
         )
 
