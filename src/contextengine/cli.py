@@ -16,6 +16,7 @@ from contextengine.agent.events import (
     Done,
     ErrorEvent,
     MemoryUpdate,
+    PruneEvent,
     Thinking,
     ToolCallEvent,
     ToolResultEvent,
@@ -105,6 +106,11 @@ class EventPrinter:
             c.print(f"  [magenta]memory: {event.file} updated[/]")
         elif isinstance(event, CompactionEvent):
             c.print(f"  [yellow]compaction {event.stage}:[/] {event.message}")
+        elif isinstance(event, PruneEvent):
+            c.print(
+                f"  [yellow]pruned {event.results} old results:[/] {event.saved_tokens:,} "
+                f"tokens fewer per call, pays back in {event.payback_steps:g} calls"
+            )
         elif isinstance(event, Done):
             r = event.result
             if r.status == "completed":
