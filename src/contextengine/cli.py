@@ -24,6 +24,7 @@ from contextengine.agent.events import (
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.commands import replay_command, report_command
+from contextengine.measure.inspect_commands import inspect_command, sessions_command
 from contextengine.providers.base import Provider
 from contextengine.providers.factory import PROVIDER_NAMES
 from contextengine.untrusted import valid_text
@@ -225,6 +226,8 @@ def serve(
 
 app.command("replay")(replay_command)
 app.command("report")(report_command)
+app.command("inspect")(inspect_command)
+app.command("sessions")(sessions_command)
 
 
 def _settings(config: Path | None, timeout: float | None, retries: int | None) -> Config:

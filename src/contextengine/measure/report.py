@@ -68,10 +68,8 @@ def usage_report(
     for r in records:
         family = prices or family_of(r.model)
         families.add(family)
-        table = prices_for(family)
-        uncached = max(0, r.input_tokens - r.cached_tokens - r.cache_write_tokens)
-        total_cost += table.cost(uncached, r.cached_tokens, r.cache_write_tokens, r.output_tokens)
-        no_cache_cost += _no_cache(table, r)
+        total_cost += call_cost(r, family)
+        no_cache_cost += _no_cache(prices_for(family), r)
     input_tokens = sum(r.input_tokens for r in records)
     cached = sum(r.cached_tokens for r in records)
     writes = sum(r.cache_write_tokens for r in records)
@@ -97,6 +95,14 @@ def usage_report(
             if isinstance(r.prefix.get("break"), dict)
         ),
     )
+
+
+def call_cost(record: UsageRecord, family: str | None = None) -> float:
+    """The cost of one call in USD (``family`` prices, else its model's family)."""
+    table = prices_for(family or family_of(record.model))
+    r = record
+    uncached = max(0, r.input_tokens - r.cached_tokens - r.cache_write_tokens)
+    return table.cost(uncached, r.cached_tokens, r.cache_write_tokens, r.output_tokens)
 
 
 def _no_cache(table: Prices, r: UsageRecord) -> float:

@@ -48,7 +48,7 @@ from contextengine.server.files import (
     read_memory_file,
 )
 from contextengine.server.guard import NO_TOKEN, TOKEN_COOKIE, Guard, GuardSettings
-from contextengine.server.history import iter_entries
+from contextengine.session.listing import iter_entries
 from contextengine.server.store import ProviderFactory, SessionStore
 from contextengine.session.layout import SessionLayout
 
