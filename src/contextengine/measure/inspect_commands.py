@@ -167,7 +167,9 @@ def sessions_command(
         return
     table = Table(title=f"sessions of {folder}", title_justify="left")
     for header in ("id", "created", "first message", "turns", "calls", "cost"):
-        table.add_column(header, justify="right" if header in ("turns", "calls", "cost") else "left")
+        table.add_column(
+            header, justify="right" if header in ("turns", "calls", "cost") else "left"
+        )
     for s in shown:
         table.add_row(
             s["id"],

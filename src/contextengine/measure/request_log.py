@@ -1,11 +1,11 @@
 """The per-session request log: every model request as sent, delta-encoded.
 
 ``requests.jsonl`` holds one line per model call, in the order of ``usage.jsonl``. A line
-stores the request's chunk layout (``Segments``) and only the chunks that differ from the
-previous request's: ``shared`` leading chunks are taken from the line before, ``new``
-follow. History is append-only, so a step adds its new messages, the live observation
-and the task-status tail; the tools and the system prompt are written once per process.
-A torn last line (a crash mid-write) is skipped when reading.
+stores the request's chunk layout (``Segments``) and its ``chunks``: a chunk the previous
+request also had is written as that chunk's index there (an int), any other as its text.
+History is append-only and a compaction or an L2 edit keeps most messages, so a step adds
+its new messages, the live observation and the task-status tail; the tools and the system
+prompt are written once per process. A torn last line (a crash mid-write) is skipped.
 """
 
 from __future__ import annotations
@@ -45,22 +45,18 @@ class RequestLog:
 
     def append(self, request: Request) -> None:
         """Record one request (flushed and synced, like the usage log)."""
-        chunks = request.chunks
-        shared = 0
-        limit = min(len(chunks), len(self._previous))
-        while shared < limit and chunks[shared] == self._previous[shared]:
-            shared += 1
+        # Chunks are mostly the same string objects as last time: hashing them is cached.
+        known = {chunk: k for k, chunk in enumerate(self._previous)}
         line = {
             "purpose": request.purpose,
             "segments": request.segments.__dict__,
-            "shared": shared,
-            "new": list(chunks[shared:]),
+            "chunks": [known.get(chunk, chunk) for chunk in request.chunks],
         }
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
-        self._previous = chunks
+        self._previous = request.chunks
 
 
 def read_requests(path: Path) -> Iterator[RecordedRequest]:
@@ -86,15 +82,20 @@ def read_requests(path: Path) -> Iterator[RecordedRequest]:
 
 
 def _rebuild(data: dict[str, object], previous: tuple[str, ...]) -> RecordedRequest:
-    shared, new, segments = data["shared"], data["new"], data["segments"]
-    if not isinstance(shared, int) or not 0 <= shared <= len(previous):
-        raise ValueError(f"'shared' must be 0..{len(previous)}")
-    if not isinstance(new, list) or not all(isinstance(c, str) for c in new):
-        raise ValueError("'new' must be a list of strings")
+    stored, segments = data["chunks"], data["segments"]
+    if not isinstance(stored, list):
+        raise ValueError("'chunks' must be a list")
     if not isinstance(segments, dict):
         raise ValueError("'segments' must be an object")
+    chunks: list[str] = []
+    for item in stored:
+        if isinstance(item, str):
+            chunks.append(item)
+        elif isinstance(item, int) and not isinstance(item, bool) and 0 <= item < len(previous):
+            chunks.append(previous[item])
+        else:
+            raise ValueError(f"chunk reference {item!r} is not in the previous request")
     layout = Segments(**{k: int(v) for k, v in segments.items()})
-    chunks = previous[:shared] + tuple(new)
     if len(chunks) != 1 + sum(layout.__dict__.values()):
         raise ValueError("the chunks do not match the segments")
-    return RecordedRequest(str(data["purpose"]), layout, chunks)
+    return RecordedRequest(str(data["purpose"]), layout, tuple(chunks))
