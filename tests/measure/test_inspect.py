@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -65,7 +66,7 @@ def test_inspect_json_parts_are_the_request_layers(recorded) -> None:
         assert {p["name"] for p in parts} <= set(PART_NAMES)
         assert parts[0] == {"name": "tools", "start": 0, "end": len(request.chunks[0])}
         assert parts[-1]["end"] == len(request.text())
-        for before, after in zip(parts, parts[1:], strict=False):
+        for before, after in itertools.pairwise(parts):
             assert before["end"] == after["start"]
         s = request.segments
         first = {"system": 1, "l2": 1 + s.l1, "history": 1 + s.l1 + s.l2}
@@ -132,7 +133,7 @@ def test_a_torn_last_line_is_skipped_and_a_bad_reference_is_an_error(
     second = json.loads(lines[1])
     second["chunks"][0] = 10_000
     bad.write_text("\n".join([lines[0], json.dumps(second), lines[2]]) + "\n")
-    with pytest.raises(SessionLogError, match="bad.jsonl:2"):
+    with pytest.raises(SessionLogError, match=r"bad\.jsonl:2"):
         list(read_requests(bad))
 
 

@@ -167,7 +167,7 @@ function appendMarked(node, text, a, b, marks) {
   let at = a;
   for (const mark of marks.filter((m) => m.at >= a && m.at < b).sort((x, y) => x.at - y.at)) {
     node.append(document.createTextNode(text.slice(at, mark.at)));
-    const marker = el('span', `boundary mark-${mark.kind}`, '▌');
+    const marker = el('span', `boundary mark-${mark.kind}`);
     marker.title = mark.label;
     marker.dataset.at = mark.at;
     node.append(marker);
@@ -220,23 +220,31 @@ function totalsBox(t) {
   return box;
 }
 
+function niceStep(rough) {
+  const power = 10 ** Math.floor(Math.log10(Math.max(rough, 1)));
+  return [1, 2, 5, 10].map((m) => m * power).find((step) => step >= rough);
+}
+
 function timelineChart(calls) {
-  const width = Math.max(640, Math.min(1600, calls.length * 22 + 120));
-  const height = 360;
+  const room = ($('#inspector-main').clientWidth || 900) - 60;
+  const width = Math.max(640, Math.min(room, calls.length * 60 + 120));
+  const height = 380;
   const left = 70;
-  const top = 50;
+  const top = 70;
   const bottom = 40;
   const plotH = height - top - bottom;
   const plotW = width - left - 20;
   const step = plotW / calls.length;
-  const maxTokens = Math.max(1, ...calls.map((c) => c.cached + c.cache_write + c.uncached));
+  const highest = Math.max(1, ...calls.map((c) => c.cached + c.cache_write + c.uncached));
+  const tickStep = niceStep(highest / 4);
+  const maxTokens = Math.ceil(highest / tickStep) * tickStep;
   const y = (tokens) => top + plotH - (tokens / maxTokens) * plotH;
   const chart = svg('svg', { width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'input tokens per model call' });
-  for (let k = 0; k <= 4; k += 1) {
-    const tokens = Math.round((maxTokens * k) / 4);
+  for (let tokens = 0; tokens <= maxTokens; tokens += tickStep) {
     chart.append(svg('line', { x1: left, x2: width - 20, y1: y(tokens), y2: y(tokens), class: 'grid' }));
     chart.append(svg('text', { x: left - 6, y: y(tokens) + 4, 'text-anchor': 'end', class: 'tick' }, fmt(tokens)));
   }
+  let eventCount = 0;
   const every = Math.max(1, Math.ceil(calls.length / 20));
   calls.forEach((call, k) => {
     const x = left + k * step + step * 0.1;
@@ -255,11 +263,14 @@ function timelineChart(calls) {
     if (call.call % every === 0 || k === 0) {
       chart.append(svg('text', { x: x + w / 2, y: height - bottom + 16, 'text-anchor': 'middle', class: 'tick' }, String(call.call)));
     }
-    call.events.forEach((label, n) => {
+    call.events.forEach((label) => {
       const cx = x + w / 2;
       const kind = label.startsWith('break') ? 'ev-break' : `ev-${label}`;
-      chart.append(svg('line', { x1: cx, x2: cx, y1: top - 4, y2: top + plotH, class: `event ${kind}` }));
-      const text = svg('text', { x: cx + 3, y: top - 8 - n * 12, class: `event-label ${kind}` }, label);
+      // Neighbouring events get different rows so their labels never overlap.
+      const row = eventCount % 3;
+      eventCount += 1;
+      chart.append(svg('line', { x1: cx, x2: cx, y1: top - 12 - row * 14, y2: top + plotH, class: `event ${kind}` }));
+      const text = svg('text', { x: cx + 3, y: top - 14 - row * 14, class: `event-label ${kind}` }, label);
       text.dataset.call = call.call;
       chart.append(text);
     });
