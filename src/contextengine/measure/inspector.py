@@ -16,7 +16,7 @@ from typing import Any
 
 from contextengine.context.request import Segments
 from contextengine.errors import ContextEngineError
-from contextengine.measure.report import call_cost, load_usage, usage_report
+from contextengine.measure.report import call_cost, call_events, load_usage, usage_report
 from contextengine.measure.request_log import RecordedRequest, read_requests
 from contextengine.measure.usage_log import UsageRecord
 from contextengine.session.layout import SessionLayout
@@ -139,12 +139,6 @@ def timeline(session_dir: Path) -> dict[str, Any]:
     records = load_usage(session_dir)
     rows = []
     for n, r in enumerate(records, start=1):
-        events = []
-        if r.purpose in ("summary", "reboot"):
-            events.append("compaction" if r.purpose == "summary" else "reboot")
-        brk = r.prefix.get("break")
-        if isinstance(brk, dict):
-            events.append(f"break: {brk.get('cause')}")
         rows.append(
             {
                 "call": n,
@@ -154,7 +148,7 @@ def timeline(session_dir: Path) -> dict[str, Any]:
                 "uncached": max(0, r.input_tokens - r.cached_tokens - r.cache_write_tokens),
                 "output": r.output_tokens,
                 "cost_usd": round(call_cost(r), 6),
-                "events": events,
+                "events": call_events(r),
             }
         )
     return {"calls": rows, "totals": usage_report(session_dir, records).as_dict()}

@@ -114,14 +114,24 @@ def _break_fields(found: dict[str, Any]) -> dict[str, Any]:
     return {k: found[k] for k in keys if k in found}
 
 
+def call_events(record: UsageRecord) -> list[str]:
+    """What to mark at a call: ``compaction`` / ``reboot`` side calls, ``break: <cause>``."""
+    events = {"summary": ["compaction"], "reboot": ["reboot"]}.get(record.purpose, [])
+    brk = record.prefix.get("break")
+    if isinstance(brk, dict):
+        events = [*events, f"break: {brk.get('cause')}"]
+    return events
+
+
 def plot_usage(records: list[UsageRecord], path: Path, title: str = "") -> None:
     """A PNG of input tokens per model call, split cached / cache write / uncached; cache
-    breaks are marked."""
+    breaks and compactions are marked and labelled; calls are numbered by integers."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
         raise ContextEngineError(
             "--plot needs matplotlib: pip install 'contextengine[measure]'"
@@ -135,12 +145,26 @@ def plot_usage(records: list[UsageRecord], path: Path, title: str = "") -> None:
     ax.bar(calls, writes, width=1.0, bottom=cached, label="cache write", color="#f2c14e")
     bottoms = [c + w for c, w in zip(cached, writes, strict=True)]
     ax.bar(calls, uncached, width=1.0, bottom=bottoms, label="uncached", color="#d1495b")
-    breaks = [n for n, r in zip(calls, records, strict=True) if r.prefix.get("break")]
-    for n in breaks:
-        ax.axvline(n, color="black", linestyle=":", linewidth=1)
+    top = max((r.input_tokens for r in records), default=0)
+    row = 0
+    for n, r in zip(calls, records, strict=True):
+        for label in call_events(r):
+            color = "#c92a2a" if label.startswith("break") else "#7048e8"
+            ax.axvline(n, color=color, linestyle=":", linewidth=1.2)
+            # neighbouring labels take turns at three heights so they do not overlap
+            ax.annotate(
+                label,
+                (n, top * (1.02 + 0.07 * (row % 3))),
+                fontsize=8,
+                color=color,
+                annotation_clip=False,
+            )
+            row += 1
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, max(top, 1) * 1.25)
     ax.set_xlabel("model call")
     ax.set_ylabel("input tokens")
-    ax.set_title(title or "Input tokens per call (dotted lines: cache breaks)")
+    ax.set_title(title or "Input tokens per call")
     ax.legend(loc="upper left")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
