@@ -48,6 +48,12 @@ def test_inspector_shows_request_parts_and_the_timeline_draws(browser: Any, tmp_
         assert int(predicted.get_attribute("data-at")) == broken["cached_prefix_predicted"]
         assert "always verify twice" in find(browser, '.part[data-part="l2"]').text
         browser.save_screenshot(str(shots / "inspector.png"))
+        ref = find(browser, "#inspector-detail .ref-link")
+        artifact = ref.text
+        ref.click()
+        wait(browser, lambda d: artifact in find(d, "#artifact-title").text, "the artifact")
+        assert "xxxx" in find(browser, "#artifact-view").text
+        find(browser, "#tab-inspector").click()
 
         find(browser, "#view-timeline").click()
         wait(browser, lambda d: find_all(d, "#timeline rect.bar-cached"), "the chart")

@@ -14,6 +14,11 @@ ROUNDS = 6
 BREAK_AFTER_ROUND = 1
 
 
+def _command(r: int, s: int) -> str:
+    # the first output is long enough to be externalized (a compressed ref in the history)
+    return "python3 -c \"print('x' * 4000)\"" if (r, s) == (0, 0) else f"printf '%900s' r{r}s{s}"
+
+
 def _replies() -> list[dict[str, Any]]:
     script: list[dict[str, Any]] = []
     for r in range(ROUNDS):
@@ -22,7 +27,7 @@ def _replies() -> list[dict[str, Any]]:
                 {
                     "content": f"round {r} step {s}",
                     "tool_calls": [
-                        {"name": "shell_exec", "arguments": {"command": f"printf '%900s' r{r}s{s}"}}
+                        {"name": "shell_exec", "arguments": {"command": _command(r, s)}}
                     ],
                 }
             )

@@ -111,6 +111,18 @@ async function showCall(number) {
     if (data.diff.old !== null) diff.append(el('pre', '', `was: ${data.diff.old}\nnow: ${data.text.slice(Math.max(0, data.diff.position - 40), data.diff.position + 120)}`));
     header.append(diff);
   }
+  const refs = artifactRefs(data.text);
+  if (refs.length) {
+    const links = el('div', 'refs');
+    links.append(el('span', '', 'Compressed refs: '));
+    for (const path of refs) {
+      const link = el('button', 'ref-link', path);
+      link.type = 'button';
+      link.addEventListener('click', () => openArtifactTab(path));
+      links.append(link);
+    }
+    header.append(links);
+  }
   const legend = el('div', 'legend');
   for (const part of data.parts) legend.append(el('span', `swatch part-${part.name}`, PART_LABELS[part.name] || part.name));
   legend.append(el('span', 'swatch mark-predicted', 'predicted boundary'), el('span', 'swatch mark-reported', 'reported boundary'));
@@ -118,6 +130,15 @@ async function showCall(number) {
   const parts = el('div', 'parts');
   for (const part of data.parts) parts.append(partBlock(data.text, part, marks));
   detail.replaceChildren(header, parts);
+}
+
+// Artifact paths the request points to (externalized observations), relative to artifacts/.
+function artifactRefs(text) {
+  const found = new Set();
+  for (const match of text.matchAll(/\/artifacts\/([A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*)/g)) {
+    found.add(match[1]);
+  }
+  return [...found];
 }
 
 function partBlock(text, part, marks) {
