@@ -52,7 +52,10 @@ def test_step_text_before_tool_calls_is_kept_and_results_show_their_first_lines(
         usage(),
         ToolCallEvent("c1", "shell_exec", '{"command": "python3 greet.py"}'),
         ToolResultEvent(
-            "c1", "shell_exec", "success", "<stdout>\nhello, world\nsecond\nthird\nfourth\n</stdout>"
+            "c1",
+            "shell_exec",
+            "success",
+            "<stdout>\nhello, world\nsecond\nthird\nfourth\n</stdout>",
         ),
     )
     assert "Running it." in out
