@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,11 @@ class RequestLog:
         self._previous: tuple[str, ...] = ()
 
     def append(self, request: Request) -> None:
-        """Record one request (flushed and synced, like the usage log)."""
+        """Record one request.
+
+        Flushed but not fsynced: a killed process loses nothing (the page cache keeps it),
+        and a diagnostic log is not worth a disk sync per model call.
+        """
         # Chunks are mostly the same string objects as last time: hashing them is cached.
         known = {chunk: k for k, chunk in enumerate(self._previous)}
         line = {
@@ -54,8 +57,6 @@ class RequestLog:
         }
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
         self._previous = request.chunks
 
 
