@@ -48,6 +48,10 @@ def test_inspector_shows_request_parts_and_the_timeline_draws(browser: Any, tmp_
         assert int(predicted.get_attribute("data-at")) == broken["cached_prefix_predicted"]
         assert "always verify twice" in find(browser, '.part[data-part="l2"]').text
         browser.save_screenshot(str(shots / "inspector.png"))
+        browser.execute_script(
+            "document.querySelector('.part[data-part=\"system\"]').scrollIntoView()"
+        )
+        browser.save_screenshot(str(shots / "inspector-parts.png"))
         ref = find(browser, "#inspector-detail .ref-link")
         artifact = ref.text
         ref.click()

@@ -13,8 +13,8 @@ const PART_LABELS = {
   tail: 'task-status tail',
   instruction: 'side-call instruction',
 };
-const SHOW_HEAD = 700;
-const SHOW_END = 300;
+const SHOW_HEAD = 300;
+const SHOW_END = 160;
 const SHOW_AROUND = 240;
 
 const inspector = { view: 'requests', call: null, calls: [] };
