@@ -19,6 +19,7 @@ from contextengine.measure.report import usage_report
 from contextengine.measure.usage_log import read_usage
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
 from contextengine.session.listing import (
+    TITLE_CHARS,
     read_header,
     read_meta,
     session_folders,
@@ -193,7 +194,7 @@ def _summary(directory: Path) -> dict[str, Any]:
         "id": directory.name,
         "directory": str(directory),
         "created": str(read_header(layout.log).get("created", "")),
-        "title": first[:80],
+        "title": first[:TITLE_CHARS],
         "turns": len(messages),
         "calls": len(records),
         "cost_usd": usage_report(directory, records).cost_usd,
