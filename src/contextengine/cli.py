@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markdown import Markdown
 
 from contextengine.agent.events import (
     AgentEvent,
@@ -25,6 +27,7 @@ from contextengine.agent.events import (
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.commands import replay_command, report_command
+from contextengine.measure.inspect_commands import inspect_command, sessions_command
 from contextengine.providers.base import Provider
 from contextengine.providers.factory import PROVIDER_NAMES
 from contextengine.untrusted import valid_text
@@ -43,6 +46,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 out = Console(highlight=False, soft_wrap=True)
+
+RESULT_LINES = 3
+_TAG = re.compile(r"^</?[A-Za-z_][\w-]*>$")
 
 PROVIDER_HELP = "Provider: " + ", ".join(PROVIDER_NAMES) + " (local: --model is a GGUF path)."
 
@@ -69,55 +75,91 @@ ConfigOption = Annotated[
 
 
 class EventPrinter:
-    """Renders agent events for a terminal."""
+    """Renders agent events for a terminal.
+
+    A step's text is held until the step shows what it was: thinking before tool calls
+    (printed dim), or the final answer (printed once, as markdown). Memory updates are
+    gathered into one line per step, naming only files whose content changed.
+    """
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self._streaming = False
+        self._reasoning = False
+        self._text: list[str] = []
+        self._memory: dict[str, str] = {}
+        self._changed: list[str] = []
 
     def __call__(self, event: AgentEvent) -> None:
         """Print one event."""
         c = self.console
         if isinstance(event, Thinking):
-            c.print(
-                event.text, end="", style="dim italic" if event.reasoning else "dim", markup=False
-            )
-            self._streaming = True
+            if event.reasoning:
+                c.print(event.text, end="", style="dim italic", markup=False)
+                self._reasoning = True
+            else:
+                self._text.append(event.text)
             return
-        if self._streaming:
+        if self._reasoning:
             c.print()
-            self._streaming = False
-        if isinstance(event, ToolCallEvent):
-            c.print(f"[cyan]→ {event.name}[/] {_clip(event.arguments, 160)}", markup=True)
-        elif isinstance(event, ToolResultEvent):
-            style = "green" if event.status == "success" else "red"
-            first = event.preview.splitlines()[0] if event.preview else ""
-            c.print(f"  [{style}]{event.status}[/] {_escape(_clip(first, 150))}")
-        elif isinstance(event, ErrorEvent):
-            c.print(f"  [red]error ({event.error_class}):[/] {_escape(_clip(event.message, 300))}")
-        elif isinstance(event, UsageEvent):
+            self._reasoning = False
+        if isinstance(event, MemoryUpdate):
+            if self._memory.get(event.file) != event.content:
+                self._memory[event.file] = event.content
+                if event.file not in self._changed:
+                    self._changed.append(event.file)
+            return
+        self._flush_memory()
+        if isinstance(event, UsageEvent):
             hit = event.cached_tokens / event.input_tokens if event.input_tokens else 0.0
             brk = f"  [yellow]cache break: {event.cache_break}[/]" if event.cache_break else ""
             c.print(
                 f"  [dim]{event.purpose}: {event.input_tokens:,} in, {event.cached_tokens:,} cached "
                 f"({hit:.0%}), {event.output_tokens:,} out, {event.latency_s:.2f}s[/]{brk}"
             )
-        elif isinstance(event, MemoryUpdate):
-            c.print(f"  [magenta]memory: {event.file} updated[/]")
+            return
+        if isinstance(event, Done):
+            self._done(event)
+            return
+        self._flush_text()
+        if isinstance(event, ToolCallEvent):
+            c.print(f"[cyan]→ {event.name}[/] {_escape(_clip(event.arguments, 160))}")
+        elif isinstance(event, ToolResultEvent):
+            style = "green" if event.status == "success" else "red"
+            lines = _first_lines(event.preview)
+            c.print(f"  [{style}]{event.status}[/] {_escape(lines[0] if lines else '')}")
+            for line in lines[1:]:
+                c.print(f"    [dim]{_escape(line)}[/]")
+        elif isinstance(event, ErrorEvent):
+            c.print(f"  [red]error ({event.error_class}):[/] {_escape(_clip(event.message, 300))}")
         elif isinstance(event, CompactionEvent):
-            c.print(f"  [yellow]compaction {event.stage}:[/] {event.message}")
+            c.print(f"  [yellow]compaction {event.stage}:[/] {_escape(event.message)}")
         elif isinstance(event, PruneEvent):
             c.print(
                 f"  [yellow]pruned {event.results} old results:[/] {event.saved_tokens:,} "
                 f"tokens fewer per call, pays back in {event.payback_steps:g} calls"
             )
-        elif isinstance(event, Done):
-            r = event.result
-            if r.status == "completed":
-                c.print(f"\n[bold]{_escape(r.final_answer)}[/]")
-            else:
-                c.print(f"\n[red]run ended: {r.status}[/] {_escape(r.error or '')}")
-            c.print(f"[dim]session: {r.session_dir}[/]")
+
+    def _done(self, event: Done) -> None:
+        r = event.result
+        if r.status == "completed":
+            self._text.clear()  # the answer's own streamed text: shown once, below
+            self.console.print()
+            self.console.print(Markdown(r.final_answer))
+        else:
+            self._flush_text()
+            self.console.print(f"\n[red]run ended: {r.status}[/] {_escape(r.error or '')}")
+        self.console.print(f"[dim]session: {_escape(str(r.session_dir))}[/]")
+
+    def _flush_text(self) -> None:
+        text = "".join(self._text).strip()
+        self._text.clear()
+        if text:
+            self.console.print(text, style="dim", markup=False)
+
+    def _flush_memory(self) -> None:
+        if self._changed:
+            self.console.print(f"  [magenta]memory: {', '.join(self._changed)} updated[/]")
+            self._changed.clear()
 
 
 @app.command()
@@ -231,6 +273,8 @@ def serve(
 
 app.command("replay")(replay_command)
 app.command("report")(report_command)
+app.command("inspect")(inspect_command)
+app.command("sessions")(sessions_command)
 
 
 def _settings(config: Path | None, timeout: float | None, retries: int | None) -> Config:
@@ -265,6 +309,12 @@ def _prompt_lines():  # type: ignore[no-untyped-def]
             return
         if line.strip():
             yield line
+
+
+def _first_lines(text: str, count: int = RESULT_LINES) -> list[str]:
+    """The first non-blank lines of a tool result, without bare wrapper tags (``<stdout>``)."""
+    lines = [line for line in text.splitlines() if line.strip() and not _TAG.match(line.strip())]
+    return [_clip(line, 150) for line in lines[:count]]
 
 
 def _clip(text: str, limit: int) -> str:

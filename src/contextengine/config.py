@@ -108,6 +108,10 @@ class Config(BaseModel):
         600.0, gt=0, description="Seconds an unused session agent stays loaded in the server."
     )
 
+    record_requests: bool = Field(
+        True, description="Keep every model request in requests.jsonl (for inspect)."
+    )
+
     sandbox: bool = Field(True, description="Run shell_exec in a bubblewrap (bwrap) sandbox.")
     sandbox_network: bool = Field(False, description="Let sandboxed commands use the network.")
     sandbox_read_only_paths: tuple[str, ...] = Field(

@@ -47,6 +47,7 @@ from contextengine.context.render import RenderStyle
 from contextengine.context.request import Request
 from contextengine.context.tokens import count_tokens
 from contextengine.errors import ContextEngineError, ProviderError
+from contextengine.measure.request_log import RequestLog
 from contextengine.measure.usage_log import UsageLog, UsageRecord
 from contextengine.memory.injectors import Injector
 from contextengine.memory.reboot import REBOOT_NOTICE
@@ -66,6 +67,7 @@ from contextengine.session.entries import (
 )
 from contextengine.session.interrupted import close_interrupted_calls
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
+from contextengine.session.listing import META_FILE
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
 from contextengine.tools.classify import classify_error
@@ -79,7 +81,6 @@ from contextengine.untrusted import valid_text
 
 MIN_FINAL_ANSWER_CHARS = 10
 NO_TOOLS = ToolMask(allow=(), mode="auto")
-META_FILE = "session.json"
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,9 @@ class Agent:
         )
         self.monitor = PrefixMonitor()
         self.usage_log = UsageLog(self.session.layout.usage_log)
+        self.request_log = (
+            RequestLog(self.session.layout.requests) if self.config.record_requests else None
+        )
         self.memory = WorkingMemory(
             self.session.directory if self.config.flag("working_memory") else None
         )
@@ -447,6 +451,8 @@ class Agent:
             counted = _bpe(request)
             self.last_input_tokens = usage.input_tokens or counted
             self._token_scale = self.last_input_tokens / max(counted, 1)
+        if self.request_log is not None:
+            self.request_log.append(request)
         self.usage_log.append(UsageRecord.of(self._calls, request.purpose, usage, report))
         brk = report.cache_break
         yield UsageEvent(

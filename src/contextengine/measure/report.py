@@ -68,10 +68,8 @@ def usage_report(
     for r in records:
         family = prices or family_of(r.model)
         families.add(family)
-        table = prices_for(family)
-        uncached = max(0, r.input_tokens - r.cached_tokens - r.cache_write_tokens)
-        total_cost += table.cost(uncached, r.cached_tokens, r.cache_write_tokens, r.output_tokens)
-        no_cache_cost += _no_cache(table, r)
+        total_cost += call_cost(r, family)
+        no_cache_cost += _no_cache(prices_for(family), r)
     input_tokens = sum(r.input_tokens for r in records)
     cached = sum(r.cached_tokens for r in records)
     writes = sum(r.cache_write_tokens for r in records)
@@ -99,6 +97,14 @@ def usage_report(
     )
 
 
+def call_cost(record: UsageRecord, family: str | None = None) -> float:
+    """The cost of one call in USD (``family`` prices, else its model's family)."""
+    table = prices_for(family or family_of(record.model))
+    r = record
+    uncached = max(0, r.input_tokens - r.cached_tokens - r.cache_write_tokens)
+    return table.cost(uncached, r.cached_tokens, r.cache_write_tokens, r.output_tokens)
+
+
 def _no_cache(table: Prices, r: UsageRecord) -> float:
     return table.cost(r.input_tokens, 0, 0, r.output_tokens)
 
@@ -108,14 +114,24 @@ def _break_fields(found: dict[str, Any]) -> dict[str, Any]:
     return {k: found[k] for k in keys if k in found}
 
 
+def call_events(record: UsageRecord) -> list[str]:
+    """What to mark at a call: ``compaction`` / ``reboot`` side calls, ``break: <cause>``."""
+    events = {"summary": ["compaction"], "reboot": ["reboot"]}.get(record.purpose, [])
+    brk = record.prefix.get("break")
+    if isinstance(brk, dict):
+        events = [*events, f"break: {brk.get('cause')}"]
+    return events
+
+
 def plot_usage(records: list[UsageRecord], path: Path, title: str = "") -> None:
     """A PNG of input tokens per model call, split cached / cache write / uncached; cache
-    breaks are marked."""
+    breaks and compactions are marked and labelled; calls are numbered by integers."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
         raise ContextEngineError(
             "--plot needs matplotlib: pip install 'contextengine[measure]'"
@@ -129,12 +145,26 @@ def plot_usage(records: list[UsageRecord], path: Path, title: str = "") -> None:
     ax.bar(calls, writes, width=1.0, bottom=cached, label="cache write", color="#f2c14e")
     bottoms = [c + w for c, w in zip(cached, writes, strict=True)]
     ax.bar(calls, uncached, width=1.0, bottom=bottoms, label="uncached", color="#d1495b")
-    breaks = [n for n, r in zip(calls, records, strict=True) if r.prefix.get("break")]
-    for n in breaks:
-        ax.axvline(n, color="black", linestyle=":", linewidth=1)
+    top = max((r.input_tokens for r in records), default=0)
+    row = 0
+    for n, r in zip(calls, records, strict=True):
+        for label in call_events(r):
+            color = "#c92a2a" if label.startswith("break") else "#7048e8"
+            ax.axvline(n, color=color, linestyle=":", linewidth=1.2)
+            # neighbouring labels take turns at three heights so they do not overlap
+            ax.annotate(
+                label,
+                (n, top * (1.02 + 0.07 * (row % 3))),
+                fontsize=8,
+                color=color,
+                annotation_clip=False,
+            )
+            row += 1
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, max(top, 1) * 1.25)
     ax.set_xlabel("model call")
     ax.set_ylabel("input tokens")
-    ax.set_title(title or "Input tokens per call (dotted lines: cache breaks)")
+    ax.set_title(title or "Input tokens per call")
     ax.legend(loc="upper left")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,9 @@ sets); ``guard.py`` also checks Host, Origin and body size.
     GET  /api/sessions/{id}/artifacts           files under artifacts/
     GET  /api/sessions/{id}/artifacts/{path}    one artifact's text
     GET  /api/sessions/{id}/usage               token totals and cache hit rate
+    GET  /api/sessions/{id}/inspect             every recorded request: parts, cache, breaks
+    GET  /api/sessions/{id}/inspect/timeline    per-call tokens, cost and events; totals
+    GET  /api/sessions/{id}/inspect/{n}         request n's text, parts and diff vs n - 1
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from contextengine.config import Config
+from contextengine.measure.inspector import CallView, first_difference, inspect_session, timeline
 from contextengine.measure.report import usage_report
 from contextengine.measure.usage_log import read_usage
 from contextengine.server.channel import SessionChannel, Subscription
@@ -48,9 +52,9 @@ from contextengine.server.files import (
     read_memory_file,
 )
 from contextengine.server.guard import NO_TOKEN, TOKEN_COOKIE, Guard, GuardSettings
-from contextengine.server.history import iter_entries
 from contextengine.server.store import ProviderFactory, SessionStore
 from contextengine.session.layout import SessionLayout
+from contextengine.session.listing import iter_entries
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -193,7 +197,44 @@ def create_app(
         records = list(read_usage(log)) if log.exists() else []
         return usage_report(directory, records).as_dict()
 
+    def calls_of(session_id: str) -> list[CallView]:
+        directory = store.directory(session_id)
+        return inspect_session(directory) if SessionLayout(directory).requests.is_file() else []
+
+    @app.get("/api/sessions/{session_id}/inspect")
+    def inspect_calls(session_id: str) -> dict[str, Any]:
+        return {"calls": [c.as_dict() for c in calls_of(session_id)]}
+
+    @app.get("/api/sessions/{session_id}/inspect/timeline")
+    def inspect_timeline(session_id: str) -> dict[str, Any]:
+        directory = store.directory(session_id)
+        if not SessionLayout(directory).usage_log.is_file():
+            return {"calls": [], "totals": usage_report(directory, []).as_dict()}
+        return timeline(directory)
+
+    @app.get("/api/sessions/{session_id}/inspect/{call}")
+    def inspect_call(session_id: str, call: int) -> dict[str, Any]:
+        calls = calls_of(session_id)
+        if not 1 <= call <= len(calls):
+            raise ApiError(404, f"session {session_id!r} has no call {call}")
+        view = calls[call - 1]
+        text = view.request.text()
+        before = calls[call - 2].request.text() if call > 1 else None
+        at = first_difference(before, text) if before is not None else None
+        return {
+            **view.as_dict(),
+            "text": text,
+            "diff": None
+            if before is None
+            else {"previous": call - 1, "position": at, "old": _around(before, at)},
+        }
+
     return app
+
+
+def _around(text: str, at: int | None) -> str | None:
+    """The previous request's text near the first difference (what was there before)."""
+    return None if at is None else text[max(0, at - 40) : at + 120]
 
 
 async def _sse(

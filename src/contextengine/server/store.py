@@ -8,7 +8,6 @@ stays bounded however many sessions are opened.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -16,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contextengine.agent.loop import META_FILE, Agent
+from contextengine.agent.loop import Agent
 from contextengine.config import Config
 from contextengine.providers.base import Provider
 from contextengine.server.channel import SessionChannel, TurnInfo
 from contextengine.server.errors import ApiError
 from contextengine.server.eventlog import EventLog
-from contextengine.server.history import read_header, session_title
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
+from contextengine.session.listing import read_header, read_meta, session_folders, session_title
 
 ProviderFactory = Callable[[], Provider]
 
@@ -151,12 +150,11 @@ class SessionStore:
         if time.monotonic() - scanned_at <= max_age:
             return found
         base = self.root / self.config.org / self.config.team
-        found = {}
-        for meta_path in base.glob(f"*/*/{META_FILE}"):
-            if not SessionLayout(meta_path.parent).log.is_file():
-                continue  # a creation that was killed before its log appeared
-            if self._meta(meta_path.parent).get("workspace") == str(self.workspace):
-                found[meta_path.parent.name] = meta_path.parent
+        found = {
+            folder.name: folder
+            for folder in session_folders(base)
+            if self._meta(folder).get("workspace") == str(self.workspace)
+        }
         with self._lock:
             self._scanned = (time.monotonic(), found)
         return found
@@ -166,11 +164,9 @@ class SessionStore:
         with self._lock:
             meta = self._metas.get(directory)
         if meta is None:
-            try:
-                loaded = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+            meta = read_meta(directory)
+            if not meta:
                 return {}
-            meta = loaded if isinstance(loaded, dict) else {}
             with self._lock:
                 self._metas[directory] = meta
         return meta

@@ -57,6 +57,11 @@ class SessionLayout:
         return self.directory / "usage.jsonl"
 
     @property
+    def requests(self) -> Path:
+        """Every model request as sent, delta-encoded (``record_requests``)."""
+        return self.directory / "requests.jsonl"
+
+    @property
     def events(self) -> Path:
         """The server's numbered record of the session's streamed events (SSE resume)."""
         return self.directory / "events.jsonl"

@@ -615,6 +615,7 @@ async function openSession(id) {
   refreshUsage();
   if (state.tab === 'memory') loadMemory();
   if (state.tab === 'artifacts') loadArtifacts();
+  if (state.tab === 'inspector') loadInspector();
   if (running) reattach(running);
 }
 
@@ -646,6 +647,7 @@ function showTab(name) {
     loadMemory();
   }
   if (name === 'artifacts') loadArtifacts();
+  if (name === 'inspector') loadInspector();
 }
 
 function markMemoryUpdated(name) {
@@ -670,7 +672,7 @@ async function loadMemory() {
 }
 
 function renderMemory() {
-  for (const tab of document.querySelectorAll('.subtabs [role=tab]')) {
+  for (const tab of document.querySelectorAll('#panel-memory .subtabs [role=tab]')) {
     const selected = tab.dataset.file === state.memoryFile;
     tab.setAttribute('aria-selected', String(selected));
     if (selected) tab.querySelector('.dot').hidden = true;
@@ -766,7 +768,7 @@ async function start() {
   for (const tab of document.querySelectorAll('.tabs [role=tab]')) {
     tab.addEventListener('click', () => showTab(tab.dataset.tab));
   }
-  for (const tab of document.querySelectorAll('.subtabs [role=tab]')) {
+  for (const tab of document.querySelectorAll('#panel-memory .subtabs [role=tab]')) {
     tab.addEventListener('click', () => {
       state.memoryFile = tab.dataset.file;
       renderMemory();

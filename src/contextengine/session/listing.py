@@ -1,4 +1,4 @@
-"""Read-only reading of a session log, for listings and for the chat history view.
+"""Finding sessions on disk and reading their logs read-only, for listings and history views.
 
 The log may be appended to by a running turn while it is read, so a line that does not
 parse (one being written) ends the reading instead of failing it.
@@ -14,8 +14,30 @@ from typing import Any
 from pydantic import ValidationError
 
 from contextengine.session.entries import ENTRY_ADAPTER, Entry, UserEntry
+from contextengine.session.layout import SessionLayout
 
 TITLE_CHARS = 80
+META_FILE = "session.json"
+
+
+def session_folders(base: Path) -> Iterator[Path]:
+    """Session folders under ``<root>/<org>/<team>`` (``<workspace>/<session>/``).
+
+    A folder counts once it has its metadata and its log: a creation killed before the
+    log appeared is not a session.
+    """
+    for meta_path in sorted(base.glob(f"*/*/{META_FILE}")):
+        if SessionLayout(meta_path.parent).log.is_file():
+            yield meta_path.parent
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    """The session's ``session.json`` (workspace, model ...), or ``{}`` when unreadable."""
+    try:
+        meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def read_header(log: Path) -> dict[str, Any]:
@@ -48,3 +70,8 @@ def session_title(log: Path) -> str:
         return ""
     line = first.text.strip().splitlines()[0] if first.text.strip() else ""
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+
+
+def user_messages(log: Path) -> list[str]:
+    """The texts of the session's user messages, in order (one per turn, answers included)."""
+    return [e.text for e in iter_entries(log) if isinstance(e, UserEntry)]
