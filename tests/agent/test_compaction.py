@@ -187,7 +187,7 @@ def test_one_long_round_is_compacted_between_step_groups(tmp_path):
 
 
 def test_summary_timeout_keeps_recent_rounds_with_the_exact_message(tmp_path):
-    config = Config(context_window=8000, keep_rounds=1, summary_timeout_s=0.2)
+    config = Config(context_window=6000, keep_rounds=1, summary_timeout_s=0.2)
     script = iter(_filler_script(4, 2))
 
     def slow(request):
@@ -218,7 +218,7 @@ KILL_SCRIPT = textwrap.dedent(
             flag.write_text("summarizing")
             time.sleep(60)
         return next(steps)
-    agent = Agent(ScriptedProvider(respond), workspace, Config(context_window=8000, keep_rounds=1), session_id="killed")
+    agent = Agent(ScriptedProvider(respond), workspace, Config(context_window=6000, keep_rounds=1), session_id="killed")
     print(agent.session_dir, flush=True)
     for r in range(10):
         agent.run(f"Round {r}")
@@ -263,7 +263,7 @@ def test_kill_during_compaction_loses_nothing_and_resume_compacts_later(tmp_path
         return next(script)
 
     agent = Agent.resume(
-        session_dir, ScriptedProvider(respond), Config(context_window=8000, keep_rounds=1)
+        session_dir, ScriptedProvider(respond), Config(context_window=6000, keep_rounds=1)
     )
     agent.last_input_tokens = 10_000
     result = agent.run("Round after resume")
