@@ -10,6 +10,7 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,11 +58,10 @@ class Recorder:
                 with self.log.open("a", encoding="utf-8") as out:
                     out.write(json.dumps(line, ensure_ascii=False) + "\n")
             self.recorded += 1
+            # Another endpoint's JSON (embeddings...) is captured but not profiled.
             if isinstance(request, Mapping):
-                try:
+                with suppress(CaptureFormatError):
                     self._profiler.add(CapturedRequest(request, usage))
-                except CaptureFormatError:
-                    pass  # another endpoint's JSON (embeddings...): captured, not profiled
 
     def stats(self) -> dict[str, Any]:
         """The live page's data: the summary and the most recent requests."""
