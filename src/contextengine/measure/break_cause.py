@@ -97,7 +97,7 @@ def explain_break(prev: RequestShape, cur: RequestShape, segment: int, offset: i
     if old.kind == "system":
         words = f"system prompt changed at character {offset} of {old.label}"
         return BreakCause("system_prompt_changed", index, words, snippet)
-    how = "removed" if _removed(prev, cur, old) else "changed"
+    how = "changed" if _same_slot(old.value, new.value) else "removed or replaced"
     words = f"history rewritten at message {index}: an earlier message was {how} (compaction or truncation)"
     return BreakCause("history_rewritten", index, words, snippet)
 
@@ -190,9 +190,12 @@ def _looks_like_id(word: str) -> bool:
     return len(word) >= 8 and digits >= 2 and (letters >= 2 or bool(_HEX_ID.match(word)))
 
 
-def _removed(prev: RequestShape, cur: RequestShape, old: Segment) -> bool:
-    """Whether ``old`` no longer appears anywhere in ``cur`` (dropped, not edited)."""
-    return len(cur.segments) < len(prev.segments) or all(s.text != old.text for s in cur.segments)
+def _same_slot(old: Any, new: Any) -> bool:
+    """Whether ``new`` is ``old`` edited in place (same role, type and call id), not another
+    message moved up into its place."""
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return False
+    return all(old.get(k) == new.get(k) for k in ("role", "type", "tool_call_id", "call_id"))
 
 
 def _snippet(old: str, new: str, offset: int) -> str:
