@@ -187,3 +187,10 @@ def test_live_page_and_stats(upstream: Upstream, proxy: LiveProxy) -> None:
     assert stats["summary"]["requests"] == 2
     assert stats["summary"]["measured_hit_rate"] == pytest.approx(0.5, abs=0.01)
     assert [r["index"] for r in stats["recent"]] == [0, 1]
+
+
+def test_live_page_refuses_a_rebound_host(proxy: LiveProxy) -> None:
+    with httpx.Client(base_url=proxy.url, timeout=10) as client:
+        for path in ("/", "/_contextengine/stats"):
+            assert client.get(path, headers={"host": "evil.example"}).status_code == 403
+            assert client.get(path, headers={"host": "localhost:1"}).status_code == 200

@@ -22,9 +22,11 @@ from starlette.background import BackgroundTask
 from contextengine.errors import ContextEngineError
 from contextengine.proxy.page import LIVE_PAGE
 from contextengine.proxy.recorder import Recorder
+from contextengine.server.guard import LOCAL_HOSTS, WILDCARD_HOSTS, host_name
 
 MODEL_ENDPOINTS = ("/chat/completions", "/responses", "/messages")
 STATS_PATH = "/_contextengine/stats"
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"]
 _HOP_BY_HOP = frozenset(
     {
         "host",
@@ -46,13 +48,25 @@ class UpstreamError(ContextEngineError):
     """The ``--upstream`` URL is not an http(s) URL."""
 
 
-def create_proxy_app(upstream: str, log: Path | None) -> FastAPI:
-    """The proxy to ``upstream`` (e.g. ``https://api.openai.com``), recording to ``log``."""
+def create_proxy_app(upstream: str, log: Path | None, host: str = "127.0.0.1") -> FastAPI:
+    """The proxy to ``upstream`` (e.g. ``https://api.openai.com``), recording to ``log``.
+
+    The live page and its data show prompt snippets, so they answer only requests whose Host
+    is a local name or ``host`` (a page that rebinds its DNS name to 127.0.0.1 gets a 403).
+    """
     parts = urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UpstreamError(f"--upstream must be an http(s) URL, not {upstream!r}")
     root = upstream.rstrip("/")
     recorder = Recorder(log)
+    page_hosts = LOCAL_HOSTS | ({host.strip("[]").lower()} - WILDCARD_HOSTS)
+
+    def refused(request: Request) -> JSONResponse | None:
+        if host_name(request.headers.get("host", "")) in page_hosts:
+            return None
+        return JSONResponse(
+            {"error": {"message": "proxy: this page answers local names only"}}, 403
+        )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -67,16 +81,13 @@ def create_proxy_app(upstream: str, log: Path | None) -> FastAPI:
     app.state.recorder = recorder
 
     @app.get("/", include_in_schema=False)
-    async def live_page() -> HTMLResponse:
-        return HTMLResponse(LIVE_PAGE)
+    async def live_page(request: Request) -> Response:
+        return refused(request) or HTMLResponse(LIVE_PAGE)
 
     @app.get(STATS_PATH, include_in_schema=False)
-    async def stats() -> JSONResponse:
-        return JSONResponse(recorder.stats())
+    async def stats(request: Request) -> JSONResponse:
+        return refused(request) or JSONResponse(recorder.stats())
 
-    @app.api_route(
-        "/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"]
-    )
     async def pass_through(request: Request) -> Response:
         body = await request.body()
         target = _target(root, request.url.path, request.url.query)
@@ -107,6 +118,8 @@ def create_proxy_app(upstream: str, log: Path | None) -> FastAPI:
             background=BackgroundTask(answer.aclose),
         )
 
+    # A plain Starlette route: no request validation or dependency injection on the hot path.
+    app.add_route("/{path:path}", pass_through, methods=_METHODS, include_in_schema=False)
     return app
 
 

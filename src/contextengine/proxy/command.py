@@ -35,7 +35,7 @@ def proxy_command(
         raise ContextEngineError(
             "the proxy needs its extra: pip install 'contextengine[server]'"
         ) from exc
-    app = create_proxy_app(upstream, log)
+    app = create_proxy_app(upstream, log, host)
     sock = bind(host, port)
     shown = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{sock.getsockname()[1]}"
     sys.stderr.write(

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from contextengine.context.tokens import shared_counter
 from contextengine.measure.capture import CapturedRequest, CapturedUsage, normalize_usage
 from contextengine.measure.profile import CacheProfiler
 from contextengine.measure.segments import CaptureFormatError
-from contextengine.untrusted import parse_json
 
 RECENT_REQUESTS = 50
 
@@ -31,6 +31,7 @@ class Recorder:
         self._profiler = CacheProfiler()
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="proxy-recorder")
+        self._worker.submit(shared_counter)  # load the tokenizer before the first call
         self.recorded = 0
 
     def submit(
@@ -41,9 +42,8 @@ class Recorder:
 
     def record(self, path: str, body: bytes, status: int, response: bytes, sse: bool) -> None:
         """Write the capture line of one call and profile its request."""
-        try:
-            request = parse_json(body.decode("utf-8", errors="replace"))
-        except ValueError:
+        request = _json(body)
+        if request is None:
             return  # not a JSON body: nothing a prefix cache sees
         usage = sse_usage(response) if sse else json_usage(response)
         line = {
@@ -80,10 +80,7 @@ class Recorder:
 
 def json_usage(response: bytes) -> CapturedUsage | None:
     """Usage from a JSON response body (any of the three wire formats)."""
-    try:
-        value = parse_json(response.decode("utf-8", errors="replace"))
-    except ValueError:
-        return None
+    value = _json(response)
     if not isinstance(value, Mapping):
         return None
     nested = value.get("response")  # a Responses API body may nest it
@@ -104,10 +101,7 @@ def sse_usage(stream: bytes) -> CapturedUsage | None:
         )
         if not data or data == b"[DONE]" or b"usage" not in data:
             continue
-        try:
-            value = parse_json(data.decode("utf-8", errors="replace"))
-        except ValueError:
-            continue
+        value = _json(data)
         if not isinstance(value, Mapping):
             continue
         for holder in (value, value.get("message"), value.get("response")):
@@ -115,3 +109,12 @@ def sse_usage(stream: bytes) -> CapturedUsage | None:
             if isinstance(usage, Mapping):
                 merged.update({k: v for k, v in usage.items() if v is not None})
     return normalize_usage(merged) if merged else None
+
+
+def _json(data: bytes) -> Any:
+    """``data`` parsed as JSON, or None. The stdlib parser: the bytes are the user's own
+    client's and server's, and this runs beside the event loop, so it must be quick."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return None
