@@ -325,3 +325,28 @@ def test_append_only_never_breaks_and_reuses_the_previous_request(texts: list[st
     assert all(r.cache_break is None for r in profile.requests)
     assert all(r.reusable_tokens <= r.total_tokens for r in profile.requests)
     assert {r.conversation for r in profile.requests} == {1}
+
+
+def test_a_replaced_last_message_is_a_volatile_tail_not_a_break() -> None:
+    def status(step: int) -> dict[str, Any]:
+        return {"role": "user", "content": f"## Task status\nstep {step} of 5"}
+
+    bodies = [
+        chat([TASK, status(1)]),
+        chat([TASK, *STEP, status(2)]),
+        chat([TASK, *STEP, *MORE, status(3)]),
+    ]
+    profile = profile_requests(CapturedRequest(b) for b in bodies)
+    assert [r.cache_break for r in profile.requests] == [None, None, None]
+    assert [r.tail_replaced for r in profile.requests] == [False, True, True]
+    assert profile.summary()["tail_replacements"] == 2
+
+
+def test_a_side_call_is_a_branch_the_next_request_does_not_break_on() -> None:
+    main = [chat([TASK, *STEP]), chat([TASK, *STEP, *MORE])]
+    side = chat([TASK, *STEP, {"role": "user", "content": "Summarize."}], tools=[])
+    profile = profile_requests(CapturedRequest(b) for b in (main[0], side, main[1]))
+    assert profile.requests[1].cache_break is not None  # the side call dropped the tools
+    assert profile.requests[1].cache_break.cause.cause == "tools_changed"
+    assert profile.requests[2].cache_break is None  # continues the request before the side call
+    assert profile.requests[2].conversation == 1

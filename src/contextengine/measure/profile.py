@@ -59,6 +59,7 @@ class RequestProfile:
     reusable_tokens: int
     usage: CapturedUsage | None = None
     cache_break: BreakReport | None = None
+    tail_replaced: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """One entry of ``requests`` in ``profile --json``."""
@@ -71,15 +72,25 @@ class RequestProfile:
             "reusable_tokens": self.reusable_tokens,
             "usage": self.usage.as_dict() if self.usage else None,
             "break": self.cache_break.as_dict() if self.cache_break else None,
+            "tail_replaced": self.tail_replaced,
         }
+
+
+@dataclass(frozen=True)
+class _Reference:
+    """A request a later one may continue from, with its segments' token counts."""
+
+    shape: RequestShape
+    tokens: tuple[int, ...]
 
 
 @dataclass
 class _Conversation:
     number: int
     key: str | None
-    last: RequestShape
-    segment_tokens: list[int] = field(default_factory=list)
+    # The last two requests: one after a side call (a summary request without tools, say)
+    # continues from the request before it.
+    references: list[_Reference] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -102,34 +113,37 @@ class CacheProfiler:
     def add(self, captured: CapturedRequest) -> RequestProfile:
         """Profile the next captured request."""
         shape = request_shape(captured.body)
-        tokens = [count_tokens(s.text) for s in shape.segments]
+        tokens = tuple(count_tokens(s.text) for s in shape.segments)
         found = self._conversation_of(shape)
-        reusable, cache_break = 0, None
+        reusable, cache_break, tail_replaced = 0, None, False
         if found is None:
             self._conversations += 1
-            found = _Conversation(self._conversations, shape.key, shape)
+            conversation = _Conversation(self._conversations, shape.key)
         else:
-            prev, match = found.last, _match(found.last, shape)
+            conversation, ref = found
+            prev, match = ref.shape, _match(ref.shape, shape)
             reusable = sum(tokens[: match.segment])
             if match.segment < len(shape.segments):
                 partial = shape.segments[match.segment].text[: match.offset]
                 reusable += shared_counter().count_uncached(partial)
-            if match.segment < len(prev.segments):
-                lost = max(0, sum(found.segment_tokens) - reusable)
+            tail_replaced = _only_tail_replaced(prev, shape, match)
+            if match.segment < len(prev.segments) and not tail_replaced:
+                lost = max(0, sum(ref.tokens) - reusable)
                 cause = explain_break(prev, shape, match.segment, match.offset)
                 cache_break = BreakReport(cause, lost, _rewrite_cost(shape, lost))
-            self._open.remove(found)
-        found.last, found.segment_tokens = shape, tokens
-        self._open = [found, *self._open][:OPEN_CONVERSATIONS]
+            self._open.remove(conversation)
+        conversation.references = [*conversation.references[-1:], _Reference(shape, tokens)]
+        self._open = [conversation, *self._open][:OPEN_CONVERSATIONS]
         profile = RequestProfile(
             index=len(self.requests),
-            conversation=found.number,
+            conversation=conversation.number,
             wire=shape.wire,
             model=shape.model,
             total_tokens=sum(tokens),
             reusable_tokens=reusable,
             usage=captured.usage,
             cache_break=cache_break,
+            tail_replaced=tail_replaced,
         )
         self.requests.append(profile)
         return profile
@@ -138,17 +152,24 @@ class CacheProfiler:
         """Totals: requests, conversations, breaks (by cause), hit rates and costs."""
         return profile_summary(self.requests)
 
-    def _conversation_of(self, shape: RequestShape) -> _Conversation | None:
+    def _conversation_of(self, shape: RequestShape) -> tuple[_Conversation, _Reference] | None:
+        """The conversation ``shape`` continues and the request it continues from."""
         if shape.key is not None:
-            return next((c for c in self._open if c.key == shape.key), None)
-        best: tuple[int, _Conversation] | None = None
+            keyed = next((c for c in self._open if c.key == shape.key), None)
+            if keyed is None:
+                return None
+            return keyed, max(keyed.references, key=lambda r: _shared_chars(r.shape, shape))
+        best: tuple[int, _Conversation, _Reference] | None = None
         for conversation in self._open:
-            if conversation.key is not None or not _continues(conversation.last, shape):
+            if conversation.key is not None:
                 continue
-            chars = _match(conversation.last, shape).chars(conversation.last)
-            if best is None or chars > best[0]:
-                best = (chars, conversation)
-        return best[1] if best else None
+            for ref in conversation.references:
+                if not _continues(ref.shape, shape):
+                    continue
+                chars = _shared_chars(ref.shape, shape)
+                if best is None or chars > best[0]:
+                    best = (chars, conversation, ref)
+        return (best[1], best[2]) if best else None
 
 
 def profile_requests(captured: Iterable[CapturedRequest]) -> CacheProfiler:
@@ -178,6 +199,7 @@ def profile_summary(requests: list[RequestProfile]) -> dict[str, Any]:
         "hit_rate": round(reusable / total, 4) if total else 0.0,
         "breaks": len(breaks),
         "breaks_by_cause": by_cause,
+        "tail_replacements": sum(r.tail_replaced for r in requests),
         "lost_tokens": sum(b.lost_tokens for b in breaks),
         "break_cost_usd": round(sum(b.cost_usd for b in breaks), 6),
         "measured_requests": len(measured),
@@ -197,6 +219,25 @@ def _match(prev: RequestShape, cur: RequestShape) -> _Match:
     if k < limit:
         offset = common_prefix_len(prev.segments[k].text, cur.segments[k].text)
     return _Match(k, offset)
+
+
+def _shared_chars(prev: RequestShape, cur: RequestShape) -> int:
+    return _match(prev, cur).chars(prev)
+
+
+def _only_tail_replaced(prev: RequestShape, cur: RequestShape, match: _Match) -> bool:
+    """Whether ``cur`` keeps all of ``prev`` but its last message, replaced by later ones.
+
+    A volatile tail (a status note, a reminder re-sent each step) costs only its own
+    tokens; it is reported, not counted as a break.
+    """
+    last = len(prev.segments) - 1
+    return (
+        match.segment == last
+        and prev.segments[last].kind == "message"
+        and prev.segments[last] is not prev.first_message
+        and len(cur.segments) > len(prev.segments)
+    )
 
 
 def _continues(prev: RequestShape, cur: RequestShape) -> bool:
