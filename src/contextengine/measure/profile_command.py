@@ -78,7 +78,7 @@ def _table(requests: list[dict[str, Any]], capture: Path) -> Table:
 
 def _summary_line(summary: dict[str, Any]) -> str:
     line = (
-        f"{summary['requests']} requests in {summary['conversations']} conversations: "
+        f"{summary['requests']} requests in {summary['conversations']} conversation(s): "
         f"{summary['hit_rate']:.1%} of tokens in a reusable prefix, {summary['breaks']} breaks "
         f"({summary['lost_tokens']:,} tokens re-read, ${summary['break_cost_usd']:.4f})"
     )
