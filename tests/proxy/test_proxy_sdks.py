@@ -194,3 +194,15 @@ def test_live_page_refuses_a_rebound_host(proxy: LiveProxy) -> None:
         for path in ("/", "/_contextengine/stats"):
             assert client.get(path, headers={"host": "evil.example"}).status_code == 403
             assert client.get(path, headers={"host": "localhost:1"}).status_code == 200
+
+
+def test_a_stream_is_relayed_chunk_by_chunk(upstream: Upstream, proxy: LiveProxy) -> None:
+    """The first event reaches the client while the upstream still holds back the second."""
+    with (
+        httpx.Client(timeout=10) as client,
+        client.stream("GET", proxy.url + "/gated") as reply,
+    ):
+        chunks = reply.iter_raw()
+        assert next(chunks) == b"data: first\n\n"
+        upstream.gate.set()
+        assert b"".join(chunks) == b"data: second\n\n"

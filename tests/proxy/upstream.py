@@ -43,6 +43,7 @@ class Upstream:
 
     def __init__(self) -> None:
         self.received: list[Received] = []
+        self.gate = threading.Event()  # ``GET /gated`` sends its second event once this is set
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
@@ -69,6 +70,8 @@ class Upstream:
         """Status, content type and the body chunks for a request."""
         with self._lock:
             self.received.append(received)
+        if received.path == "/gated":
+            return 200, "text/event-stream", [b"data: first\n\n", b"data: second\n\n"]
         if received.method == "GET":
             return 200, "application/json", [json.dumps({"data": [{"id": "m"}]}).encode()]
         body = json.loads(received.body)
@@ -235,7 +238,9 @@ class _Handler(BaseHTTPRequestHandler):
         if content_type == "text/event-stream":
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
-            for chunk in chunks:
+            for number, chunk in enumerate(chunks):
+                if number and self.path == "/gated":
+                    self.server.owner.gate.wait(10)  # type: ignore[attr-defined]
                 self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")

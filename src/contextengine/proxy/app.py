@@ -1,8 +1,8 @@
 """The proxy app: every request passed to the upstream API untouched, model calls recorded.
 
 Request bodies go upstream byte for byte with the client's headers (auth included, hop-by-hop
-headers dropped); responses come back byte for byte, event streams chunk by chunk as they
-arrive. Calls to the model endpoints (``/chat/completions``, ``/responses``, ``/messages``)
+headers dropped); replies come back byte for byte, chunk by chunk as they arrive (event
+streams, and any other streamed body too). Calls to the model endpoints (``/chat/completions``, ``/responses``, ``/messages``)
 are recorded after they finish (``Recorder``). ``GET /`` is the live page; its data is at
 ``GET /_contextengine/stats``.
 """
@@ -27,10 +27,9 @@ from contextengine.server.guard import LOCAL_HOSTS, WILDCARD_HOSTS, host_name
 MODEL_ENDPOINTS = ("/chat/completions", "/responses", "/messages")
 STATS_PATH = "/_contextengine/stats"
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"]
+# Headers that describe one connection, not the message (RFC 9110 section 7.6.1).
 _HOP_BY_HOP = frozenset(
     {
-        "host",
-        "content-length",
         "connection",
         "keep-alive",
         "transfer-encoding",
@@ -39,9 +38,11 @@ _HOP_BY_HOP = frozenset(
         "upgrade",
         "proxy-authorization",
         "proxy-connection",
-        "accept-encoding",
     }
 )
+# httpx sets these for the upstream connection itself; the upstream is asked for identity
+# encoding so a recorded reply can be read.
+_NOT_FORWARDED = _HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
 
 
 class UpstreamError(ContextEngineError):
@@ -91,7 +92,7 @@ def create_proxy_app(upstream: str, log: Path | None, host: str = "127.0.0.1") -
     async def pass_through(request: Request) -> Response:
         body = await request.body()
         target = _target(root, request.url.path, request.url.query)
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
         headers.append(("accept-encoding", "identity"))
         client: httpx.AsyncClient = request.app.state.client
         upstream_request = client.build_request(
@@ -104,17 +105,10 @@ def create_proxy_app(upstream: str, log: Path | None, host: str = "127.0.0.1") -
             return JSONResponse({"error": {"message": message, "type": "proxy_error"}}, 502)
         record = request.method == "POST" and request.url.path.endswith(MODEL_ENDPOINTS)
         reply_headers = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP_BY_HOP}
-        sse = answer.headers.get("content-type", "").startswith("text/event-stream")
-        if not sse:
-            content = b"".join([chunk async for chunk in answer.aiter_raw()])
-            await answer.aclose()
-            if record:
-                recorder.submit(request.url.path, body, answer.status_code, [content], sse=False)
-            return Response(content, answer.status_code, reply_headers)
         return StreamingResponse(
             _relay(answer, recorder, request.url.path, body, record),
             answer.status_code,
-            reply_headers,
+            reply_headers,  # content-length kept: the bytes relayed are exactly those
             background=BackgroundTask(answer.aclose),
         )
 
@@ -126,7 +120,7 @@ def create_proxy_app(upstream: str, log: Path | None, host: str = "127.0.0.1") -
 async def _relay(
     answer: httpx.Response, recorder: Recorder, path: str, body: bytes, record: bool
 ) -> AsyncIterator[bytes]:
-    """Pass the stream on chunk by chunk; record the call once it has ended."""
+    """Pass the reply on chunk by chunk as it arrives; record the call once it has ended."""
     chunks: list[bytes] = []
     try:
         async for chunk in answer.aiter_raw():
@@ -135,7 +129,8 @@ async def _relay(
     finally:
         await answer.aclose()
         if record:
-            recorder.submit(path, body, answer.status_code, chunks, sse=True)
+            sse = answer.headers.get("content-type", "").startswith("text/event-stream")
+            recorder.submit(path, body, answer.status_code, chunks, sse=sse)
 
 
 def _target(root: str, path: str, query: str) -> str:
