@@ -158,15 +158,16 @@ class CacheProfiler:
             keyed = next((c for c in self._open if c.key == shape.key), None)
             if keyed is None:
                 return None
-            return keyed, max(keyed.references, key=lambda r: _shared_chars(r.shape, shape))
+            return keyed, max(keyed.references, key=lambda r: _match(r.shape, shape).chars(r.shape))
         best: tuple[int, _Conversation, _Reference] | None = None
         for conversation in self._open:
             if conversation.key is not None:
                 continue
             for ref in conversation.references:
-                if not _continues(ref.shape, shape):
+                match = _match(ref.shape, shape)
+                if not _continues(ref.shape, shape, match):
                     continue
-                chars = _shared_chars(ref.shape, shape)
+                chars = match.chars(ref.shape)
                 if best is None or chars > best[0]:
                     best = (chars, conversation, ref)
         return (best[1], best[2]) if best else None
@@ -221,10 +222,6 @@ def _match(prev: RequestShape, cur: RequestShape) -> _Match:
     return _Match(k, offset)
 
 
-def _shared_chars(prev: RequestShape, cur: RequestShape) -> int:
-    return _match(prev, cur).chars(prev)
-
-
 def _only_tail_replaced(prev: RequestShape, cur: RequestShape, match: _Match) -> bool:
     """Whether ``cur`` keeps all of ``prev`` but its last message, replaced by later ones.
 
@@ -240,7 +237,7 @@ def _only_tail_replaced(prev: RequestShape, cur: RequestShape, match: _Match) ->
     )
 
 
-def _continues(prev: RequestShape, cur: RequestShape) -> bool:
+def _continues(prev: RequestShape, cur: RequestShape, match: _Match) -> bool:
     """Whether ``cur`` may be the next request of ``prev``'s conversation.
 
     It is when it shares the prefix through ``prev``'s first message (the task), when its
@@ -250,7 +247,6 @@ def _continues(prev: RequestShape, cur: RequestShape) -> bool:
     if prev.model and cur.model and prev.model != cur.model:
         return False
     first = prev.first_message
-    match = _match(prev, cur)
     if first is not None and match.segment > prev.segments.index(first):
         return True
     if first is not None and cur.first_message is not None and first.text == cur.first_message.text:
