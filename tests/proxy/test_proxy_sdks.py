@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import anthropic
@@ -206,3 +207,27 @@ def test_a_stream_is_relayed_chunk_by_chunk(upstream: Upstream, proxy: LiveProxy
         assert next(chunks) == b"data: first\n\n"
         upstream.gate.set()
         assert b"".join(chunks) == b"data: second\n\n"
+
+
+def test_concurrent_calls_lose_no_body(upstream: Upstream, proxy: LiveProxy) -> None:
+    """40 calls at once, streamed and not: every body arrives intact and is captured once."""
+
+    def ask(n: int) -> str:
+        body = {
+            "model": "m",
+            "stream": n % 2 == 0,
+            "messages": [{"role": "user", "content": f"q{n}"}],
+        }
+        reply = httpx.post(proxy.url + "/v1/chat/completions", json=body, timeout=30)
+        return reply.text
+
+    with ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(ask, range(40)))
+    assert all("upstream" in r for r in replies)
+    sent = sorted(got.body for got in upstream.received)
+    captured = _captured(proxy)
+    assert len(sent) == len(captured) == 40
+    assert (
+        sorted(json.dumps(line["request"], separators=(",", ":")).encode() for line in captured)
+        == sent
+    )
