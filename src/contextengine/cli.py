@@ -28,8 +28,10 @@ from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.commands import replay_command, report_command
 from contextengine.measure.inspect_commands import inspect_command, sessions_command
+from contextengine.measure.profile_command import profile_command
 from contextengine.providers.base import Provider
 from contextengine.providers.factory import PROVIDER_NAMES
+from contextengine.proxy.command import proxy_command
 from contextengine.untrusted import valid_text
 
 try:  # typer 0.24+ carries its own click, whose exceptions derive from TyperException
@@ -275,6 +277,8 @@ app.command("replay")(replay_command)
 app.command("report")(report_command)
 app.command("inspect")(inspect_command)
 app.command("sessions")(sessions_command)
+app.command("profile")(profile_command)
+app.command("proxy")(proxy_command)
 
 
 def _settings(config: Path | None, timeout: float | None, retries: int | None) -> Config:

@@ -1,0 +1,1 @@
+"""A recording pass-through proxy for OpenAI- and Anthropic-compatible model APIs."""
