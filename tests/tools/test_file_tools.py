@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from contextengine.tools.context import ToolContext
 from contextengine.tools.base import ToolOutcome
+from contextengine.tools.context import ToolContext
 from contextengine.tools.file_search import GREP_MAX_MATCHES
 from contextengine.tools.files import format_mtime
 
@@ -14,6 +14,7 @@ def lines_of(out: ToolOutcome) -> str:
     body, _, mtime = out.text.rpartition("\n\n[mtime ")
     assert mtime.endswith("]")
     return body
+
 
 # --- file_read ---------------------------------------------------------------
 
