@@ -19,7 +19,13 @@ from typing import ClassVar
 from pydantic import Field
 
 from contextengine.tools.base import ToolOutcome
-from contextengine.tools.confine import PathRefused, Spot, open_regular, read_all
+from contextengine.tools.confine import (
+    PathRefused,
+    Spot,
+    open_regular,
+    read_all,
+    refuse_hard_link,
+)
 from contextengine.tools.context import ToolContext
 from contextengine.tools.files import FileTool, Refusal, StrictArgs
 
@@ -52,6 +58,8 @@ class FileDelete(FileTool):
                 )
             try:
                 with open_regular(where.spot, where.shown) as (fd, info):
+                    # Its trash copy would be a second name of a file that may be outside.
+                    refuse_hard_link(info, where.shown)
                     target = _trash_slot(session / TRASH_DIR) / where.shown
                     _move(where.spot, fd, info, target, where.shown)
             except PathRefused as exc:
