@@ -81,7 +81,15 @@ def test_loopback_is_refused_by_default(site: Site, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["file:///etc/passwd", "ftp://127.0.0.1/x", "http:///nohost", "javascript:alert(1)"]
+    "url",
+    [
+        "file:///etc/passwd",
+        "ftp://127.0.0.1/x",
+        "http:///nohost",
+        "javascript:alert(1)",
+        "http://127.0.0.1:99999/",
+        "http://[::1/",
+    ],
 )
 def test_only_http_urls_with_a_host_are_fetched(url: str, ctx: ToolContext) -> None:
     assert run(ctx, "web_fetch", url=url).error.code == "blocked_url"

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
-from contextengine.tools.web_http import WebRefused, get
+from contextengine.tools.web_http import WebRefused, check_url, get
 
 TEXT_TYPES = ("text/plain", "text/markdown")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -38,6 +38,7 @@ class WebFetch:
         """Fetch ``args.url`` under the session's web policy."""
         policy = ctx.web
         try:
+            check_url(args.url, policy)  # before robots.txt: no request to a refused host
             if policy.respect_robots and not ctx.robots.allows(args.url, policy):
                 return ToolOutcome.fail(
                     "robots_disallowed",

@@ -91,7 +91,8 @@ def _robots(origin: str, policy: WebPolicy) -> urllib.robotparser.RobotFileParse
     try:
         response = get(f"{origin}/robots.txt", policy, max_bytes=ROBOTS_MAX_BYTES)
     except WebRefused as exc:
-        # As robotparser does: 401/403 forbid everything; no robots.txt allows everything.
+        # 401/403 forbid everything (as robotparser does); a missing or unreachable
+        # robots.txt allows everything.
         parser.disallow_all = exc.status in (401, 403)
         parser.allow_all = not parser.disallow_all
         return parser
@@ -101,7 +102,11 @@ def _robots(origin: str, policy: WebPolicy) -> urllib.robotparser.RobotFileParse
 
 def check_url(url: str, policy: WebPolicy) -> None:
     """Refuse a URL the policy does not let a model reach."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise WebRefused("blocked_url", f"URL {url!r:.200} is malformed: {exc}") from None
     if parts.scheme not in ("http", "https"):
         raise WebRefused("blocked_url", f"only http and https URLs are fetched, not {url!r:.200}")
     if not parts.hostname:
@@ -109,7 +114,7 @@ def check_url(url: str, policy: WebPolicy) -> None:
     if policy.allow_private:
         return
     try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or 0, type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(parts.hostname, port or 0, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         raise WebRefused("network_error", f"cannot resolve {parts.hostname}: {exc}") from None
     for info in infos:
