@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import replace
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,9 @@ from contextengine.tools.workspace import Workspace
 from contextengine.types import ToolCall
 from support.websites import BRAVE_KEY, PARAGRAPH, Site, running_site
 
-pytest.importorskip("trafilatura", reason="web_fetch needs the 'web' extra")
+extracts_html = pytest.mark.skipif(
+    find_spec("trafilatura") is None, reason="HTML extraction needs the 'web' extra"
+)
 
 LOOPBACK_OK = WebPolicy(allow_private=True, timeout_s=10)
 
@@ -40,6 +43,7 @@ def run(ctx: ToolContext, name: str, **arguments: object) -> ToolOutcome:
     return default_toolset().execute(ToolCall("c1", name, json.dumps(arguments)), ctx)
 
 
+@extracts_html
 def test_fetch_returns_the_main_text_without_navigation(site: Site, ctx: ToolContext) -> None:
     out = run(ctx, "web_fetch", url=f"{site.base}/article.html")
     assert out.status == "success" and out.kind == "webpage"
@@ -53,6 +57,7 @@ def test_fetch_returns_the_main_text_without_navigation(site: Site, ctx: ToolCon
     assert "contextengine" in USER_AGENT
 
 
+@extracts_html
 def test_robots_disallow_for_our_agent_is_honoured_and_fetched_once(
     site: Site, ctx: ToolContext
 ) -> None:
@@ -65,6 +70,7 @@ def test_robots_disallow_for_our_agent_is_honoured_and_fetched_once(
     assert site.paths().count("/robots.txt") == 1
 
 
+@extracts_html
 def test_robots_can_be_ignored_by_policy(site: Site, ctx: ToolContext) -> None:
     ctx.web = replace(LOOPBACK_OK, respect_robots=False)
     assert run(ctx, "web_fetch", url=f"{site.base}/private/page.html").status == "success"
@@ -95,6 +101,7 @@ def test_only_http_urls_with_a_host_are_fetched(url: str, ctx: ToolContext) -> N
     assert run(ctx, "web_fetch", url=url).error.code == "blocked_url"
 
 
+@extracts_html
 def test_redirects_are_checked_too(site: Site, ctx: ToolContext) -> None:
     out = run(ctx, "web_fetch", url=f"{site.base}/to-file")
     assert out.error.code == "blocked_url" and "file:///etc/passwd" in out.error.message
@@ -102,6 +109,7 @@ def test_redirects_are_checked_too(site: Site, ctx: ToolContext) -> None:
     assert moved.status == "success" and moved.data["url"] == f"{site.base}/article.html"
 
 
+@extracts_html
 def test_size_cap_cuts_the_page_and_says_so(site: Site, ctx: ToolContext) -> None:
     ctx.web = replace(LOOPBACK_OK, max_bytes=3000)
     out = run(ctx, "web_fetch", url=f"{site.base}/big.html")
