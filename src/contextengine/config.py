@@ -122,6 +122,26 @@ class Config(BaseModel):
     sandbox_file_size_mb: int = Field(1024, gt=0, description="Largest file a command writes.")
     sandbox_bwrap: str = Field("bwrap", description="The bubblewrap binary: a name or a path.")
 
+    web_search_backend: Literal["none", "searxng", "brave"] = Field(
+        "none", description="Backend of web_search: none, searxng (self-hosted) or brave."
+    )
+    web_search_url: str | None = Field(
+        None, description="Base URL of the SearXNG instance (or of a Brave API proxy)."
+    )
+    web_search_key: str | None = Field(
+        None, description="API key of the hosted search backend (brave)."
+    )
+    web_timeout_s: float = Field(
+        20.0, gt=0, allow_inf_nan=False, description="Seconds a web request may take."
+    )
+    web_max_bytes: int = Field(
+        2_000_000, gt=0, description="Largest page body web_fetch reads (the rest is cut)."
+    )
+    web_allow_private: bool = Field(
+        False,
+        description="Let web_fetch reach private, loopback and link-local addresses.",
+    )
+
     enabled: bool = Field(True, description="Master switch; off = plain chat history.")
     scrub: bool = Field(True, description="Scrub dates, times, UUIDs, session ids from L1.")
     code_law: bool = Field(True, description="Inject CODE_LAW.md as layer L2.")

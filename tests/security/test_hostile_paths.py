@@ -270,7 +270,7 @@ WRITE_VECTORS: list[tuple[str, Plant, str | Callable[[Box], str], set[str]]] = [
 ]
 
 
-@pytest.mark.parametrize("tool", ["file_write", "file_edit"])
+@pytest.mark.parametrize("tool", ["file_write", "file_edit", "file_delete"])
 @pytest.mark.parametrize(
     ("plant", "path", "codes"), [v[1:] for v in WRITE_VECTORS], ids=[v[0] for v in WRITE_VECTORS]
 )
@@ -282,6 +282,8 @@ def test_writes_never_land_outside_or_in_the_session(
     before = box.snapshot()
     if tool == "file_write":
         outcome = run_tool(box, tool, path=path, content="PWNED\n")
+    elif tool == "file_delete":
+        outcome = run_tool(box, tool, path=path)
     else:
         outcome = run_tool(box, tool, path=path, old_text="e", new_text="PWNED", replace_all=True)
     assert outcome.status == "error", outcome.text

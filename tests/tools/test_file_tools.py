@@ -3,8 +3,18 @@ from pathlib import Path
 
 import pytest
 
+from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.file_search import GREP_MAX_MATCHES
+from contextengine.tools.files import format_mtime
+
+
+def lines_of(out: ToolOutcome) -> str:
+    """A file_read text without its mtime line."""
+    body, _, mtime = out.text.rpartition("\n\n[mtime ")
+    assert mtime.endswith("]")
+    return body
+
 
 # --- file_read ---------------------------------------------------------------
 
@@ -14,7 +24,8 @@ def test_read_numbers_lines_like_cat_n(root: Path, run) -> None:
     out = run("file_read", path="a.txt")
     assert out.status == "success"
     assert out.kind == "file"
-    assert out.text == "     1\talpha\n     2\tbeta\n     3\tgamma"
+    mtime = format_mtime((root / "a.txt").stat().st_mtime_ns)
+    assert out.text == f"     1\talpha\n     2\tbeta\n     3\tgamma\n\n[mtime {mtime}]"
     assert out.data["path"] == "a.txt"
     assert (out.data["start_line"], out.data["end_line"], out.data["total_lines"]) == (1, 3, 3)
     assert out.data["mtime"] == (root / "a.txt").stat().st_mtime_ns
@@ -23,9 +34,9 @@ def test_read_numbers_lines_like_cat_n(root: Path, run) -> None:
 def test_read_line_range_is_inclusive_and_clamped(root: Path, run) -> None:
     (root / "a.txt").write_text("".join(f"l{i}\n" for i in range(1, 11)))
     out = run("file_read", path="a.txt", start_line=3, end_line=4)
-    assert out.text == "     3\tl3\n     4\tl4"
+    assert lines_of(out) == "     3\tl3\n     4\tl4"
     out = run("file_read", path="a.txt", start_line=9, end_line=50)
-    assert out.text == "     9\tl9\n    10\tl10"
+    assert lines_of(out) == "     9\tl9\n    10\tl10"
     assert out.data["end_line"] == 10
 
 
@@ -41,7 +52,7 @@ def test_read_range_errors(root: Path, run) -> None:
 
 def test_read_keeps_carriage_returns_and_unicode(root: Path, run) -> None:
     (root / "w.txt").write_bytes("größe\r\nzwei\r\n".encode())
-    assert run("file_read", path="w.txt").text == "     1\tgröße\r\n     2\tzwei\r"
+    assert lines_of(run("file_read", path="w.txt")) == "     1\tgröße\r\n     2\tzwei\r"
 
 
 def test_read_empty_file(root: Path, run) -> None:
@@ -87,7 +98,8 @@ def test_reread_after_external_change_notes_it_once(root: Path, run) -> None:
     target.write_text("v2\n")
     _bump_mtime(target)
     again = run("file_read", path="a.txt")
-    assert again.text.endswith("\n\nNote: a.txt was modified externally.")
+    mtime = format_mtime(target.stat().st_mtime_ns)
+    assert again.text.endswith(f"\n\n[mtime {mtime}]\n\nNote: a.txt was modified externally.")
     assert again.data["modified_externally"] is True
     assert "modified externally" not in run("file_read", path="a.txt").text
 
@@ -100,7 +112,7 @@ def test_own_write_and_edit_are_not_external_changes(root: Path, run) -> None:
     assert run("file_edit", path="a.txt", old_text="v2", new_text="v3").status == "success"
     out = run("file_read", path="a.txt")
     assert "modified externally" not in out.text
-    assert out.text == "     1\tv3"
+    assert lines_of(out) == "     1\tv3"
 
 
 # --- file_write --------------------------------------------------------------

@@ -12,6 +12,7 @@ from contextengine.tools.registry import Toolset, default_toolset
 from contextengine.types import ToolCall
 
 BUILTINS = (
+    "file_delete",
     "file_edit",
     "file_glob",
     "file_grep",
@@ -20,6 +21,8 @@ BUILTINS = (
     "file_write",
     "shell_exec",
     "todo_write",
+    "web_fetch",
+    "web_search",
 )
 
 
@@ -41,6 +44,7 @@ def test_default_toolset_names_and_specs() -> None:
     assert [s.name for s in specs] == list(BUILTINS)
     required = {s.name: s.parameters.get("required", []) for s in specs}
     assert required == {
+        "file_delete": ["path"],
         "file_edit": ["path"],
         "file_glob": ["pattern"],
         "file_grep": ["pattern"],
@@ -49,6 +53,8 @@ def test_default_toolset_names_and_specs() -> None:
         "file_write": ["path", "content"],
         "shell_exec": ["command"],
         "todo_write": ["todos"],
+        "web_fetch": ["url"],
+        "web_search": ["query"],
     }
 
 

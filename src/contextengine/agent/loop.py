@@ -72,9 +72,12 @@ from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
 from contextengine.tools.classify import classify_error
 from contextengine.tools.context import ToolContext
+from contextengine.tools.file_delete import TRASH_DIR
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.registry import Toolset, default_toolset
 from contextengine.tools.sandbox import SandboxPolicy
+from contextengine.tools.web_http import WebPolicy
+from contextengine.tools.web_search import search_backend
 from contextengine.tools.workspace import Workspace
 from contextengine.types import ModelReply, ReasoningDelta, ReplyDone, TextDelta, ToolCall
 from contextengine.untrusted import valid_text
@@ -144,9 +147,12 @@ class Agent:
                 session_access={
                     **dict.fromkeys(MEMORY_FILES, "write"),
                     self.session.layout.artifacts.name: "read",
+                    TRASH_DIR: "read",
                 },
             ),
             memory=self.memory,
+            web=WebPolicy.from_config(self.config),
+            search=search_backend(self.config),
             sandbox=SandboxPolicy.from_config(
                 self.config,
                 hidden_paths=(self.workspace / ".contextengine", self.session.directory),

@@ -36,6 +36,12 @@ ErrorCode = Literal[
     "timeout",
     "io_error",
     "sandbox_unavailable",
+    "unavailable",
+    "blocked_url",
+    "robots_disallowed",
+    "http_error",
+    "network_error",
+    "not_text",
     "exception",
 ]
 

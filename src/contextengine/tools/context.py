@@ -1,4 +1,4 @@
-"""Per-session tool state: the workspace, what was read when, and output caps."""
+"""Per-session tool state: the workspace, what was read when, output caps, web settings."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from contextengine.tools.sandbox import SandboxPolicy
+from contextengine.tools.web_http import RobotsCache, WebPolicy
 from contextengine.tools.workspace import Workspace
 
 if TYPE_CHECKING:
     from contextengine.memory.working_memory import WorkingMemory
+    from contextengine.tools.web_search import SearchBackend
 
 
 @dataclass
@@ -23,6 +25,8 @@ class ToolContext:
     (``None``: inherit this process's; in the sandbox, added to a minimal one). ``sandbox``
     confines ``shell_exec`` (``None``: commands run unconfined). ``memory`` is the session's
     working memory, which the ``memory_*`` tools write (``None``: working memory is off).
+    ``web`` is how the web tools treat sites, ``robots`` the robots.txt rules fetched so
+    far, and ``search`` the backend ``web_search`` asks (``None``: not configured).
     """
 
     workspace: Workspace
@@ -32,3 +36,6 @@ class ToolContext:
     env: Mapping[str, str] | None = None
     sandbox: SandboxPolicy | None = field(default_factory=SandboxPolicy)
     memory: WorkingMemory | None = None
+    web: WebPolicy = field(default_factory=WebPolicy)
+    robots: RobotsCache = field(default_factory=RobotsCache)
+    search: SearchBackend | None = None

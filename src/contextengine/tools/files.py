@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -156,6 +157,7 @@ class FileRead(FileTool):
             )
         if not total:
             body = f"({shown} is empty)"
+        body += f"\n\n[mtime {format_mtime(mtime)}]"
         previous = ctx.read_mtimes.get(str(real))
         modified = previous is not None and previous != mtime
         ctx.read_mtimes[str(real)] = mtime
@@ -170,6 +172,12 @@ class FileRead(FileTool):
             "modified_externally": modified,
         }
         return ToolOutcome.ok(body, data, kind="file")
+
+
+def format_mtime(mtime_ns: int) -> str:
+    """An mtime in nanoseconds as UTC ISO 8601 to the second, the way ``file_read`` shows it."""
+    moment = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _capped(numbered: list[str], cap: int) -> tuple[str, int]:

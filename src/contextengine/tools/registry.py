@@ -15,12 +15,15 @@ from pydantic import BaseModel, ValidationError
 
 from contextengine.tools.base import Tool, ToolOutcome
 from contextengine.tools.context import ToolContext
+from contextengine.tools.file_delete import FileDelete
 from contextengine.tools.file_search import FileGlob, FileGrep, FileLs
 from contextengine.tools.files import FileEdit, FileRead, FileWrite
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.shell import ShellExec
 from contextengine.tools.spec import ToolSpec
 from contextengine.tools.todo import TodoWrite
+from contextengine.tools.web_fetch import WebFetch
+from contextengine.tools.web_search import WebSearch
 from contextengine.types import ToolCall
 
 
@@ -145,16 +148,20 @@ def _says_nothing(node: dict[str, Any]) -> bool:
 
 
 def default_toolset() -> Toolset:
-    """The eight built-in tools: file read/write/edit/ls/glob/grep, shell_exec, todo_write."""
+    """The built-in tools: file read/write/edit/delete/ls/glob/grep, shell_exec,
+    todo_write, web_fetch and web_search."""
     return Toolset(
         [
             FileRead(),
             FileWrite(),
             FileEdit(),
+            FileDelete(),
             FileLs(),
             FileGlob(),
             FileGrep(),
             ShellExec(),
             TodoWrite(),
+            WebFetch(),
+            WebSearch(),
         ]
     )
