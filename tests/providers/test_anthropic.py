@@ -19,7 +19,7 @@ from contextengine import (
     Usage,
     UserEntry,
 )
-from contextengine.providers.anthropic import AnthropicProvider, anthropic_body
+from contextengine.providers.anthropic import PREFILL, AnthropicProvider, anthropic_body
 from contextengine.types import ReasoningDelta, ReplyDone, TextDelta, ToolCall
 
 from .conftest import BuildRequest, StartServer
@@ -212,6 +212,64 @@ def test_mask_becomes_tool_choice(
     tool_choice: dict[str, str],
 ) -> None:
     assert send(build_request, fake_server, mask=mask)["tool_choice"] == tool_choice
+
+
+def test_a_subset_of_several_tools_is_named_in_an_assistant_prefill(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    plain = send(build_request, fake_server)
+    for mask, choice in (
+        (ToolMask.only("file_"), {"type": "any"}),
+        (ToolMask.only("file_", mode="auto"), {"type": "auto"}),
+    ):
+        body = send(build_request, fake_server, mask=mask)
+        assert body["tool_choice"] == choice
+        assert body["tools"] == plain["tools"]
+        # Everything before the prefill is the unmasked body, cache marks included.
+        assert body["messages"][:-1] == plain["messages"]
+        assert body["messages"][-1] == {
+            "role": "assistant",
+            "content": [{"type": "text", "text": PREFILL.format(names="file_read, file_write")}],
+        }
+        assert not body["messages"][-1]["content"][0]["text"][-1].isspace()
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [None, ToolMask(mode="required"), ToolMask.only("file_read"), ToolMask(allow=())],
+)
+def test_no_prefill_when_the_choice_names_the_tools(
+    build_request: BuildRequest, fake_server: StartServer, mask: ToolMask | None
+) -> None:
+    assert send(build_request, fake_server, mask=mask)["messages"][-1]["role"] == "user"
+
+
+def test_extended_thinking_gets_neither_prefill_nor_a_forced_choice(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    server = fake_server("anthropic", [{"content": "ok"}] * 3)
+    client = provider(server.base_url, thinking=thinking)
+    for mask in (ToolMask.only("file_"), ToolMask.only("file_read"), ToolMask(mode="required")):
+        client.complete(build_request(mask))
+    for recorded in server.requests:
+        body = recorded.json()
+        assert body["thinking"] == thinking
+        assert body["tool_choice"] == {"type": "auto"}
+        assert body["messages"][-1]["role"] == "user"
+    disabled = anthropic_body(build_request(ToolMask.only("file_")), thinking=False)
+    assert disabled["messages"][-1]["role"] == "assistant"
+
+
+def test_prefill_can_be_switched_off_for_models_that_refuse_it(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    server = fake_server("anthropic", [{"content": "ok"}])
+    provider(server.base_url, mask_prefill=False).complete(build_request(ToolMask.only("file_")))
+    body = server.requests[0].json()
+    assert body["tool_choice"] == {"type": "any"}
+    assert body["messages"][-1]["role"] == "user"
+    assert "mask_prefill" not in body
 
 
 def test_streamed_text_thinking_and_tool_use_are_mapped(
