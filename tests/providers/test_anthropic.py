@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from contextengine.providers.anthropic import PREFILL, AnthropicProvider, anthro
 from contextengine.types import ReasoningDelta, ReplyDone, TextDelta, ToolCall
 
 from .conftest import BuildRequest, StartServer
-from .fake_servers import FakeUsage
+from .fake_servers import FakeUsage, RawReply
 
 
 def provider(base_url: str, **kwargs: Any) -> AnthropicProvider:
@@ -270,6 +271,46 @@ def test_prefill_can_be_switched_off_for_models_that_refuse_it(
     assert body["tool_choice"] == {"type": "any"}
     assert body["messages"][-1]["role"] == "user"
     assert "mask_prefill" not in body
+
+
+def test_a_model_that_refuses_prefill_is_asked_again_without_it(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    refusal = RawReply(
+        json.dumps(
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "Prefilling assistant messages is not supported for this model.",
+                },
+            }
+        ).encode(),
+        status=400,
+        content_type="application/json",
+    )
+    server = fake_server("anthropic", [refusal, {"content": "ok"}, {"content": "again"}])
+    client = provider(server.base_url)
+    request = build_request(ToolMask.only("file_"))
+    assert client.complete(request).content == "ok"
+    assert client.complete(request).content == "again"
+    roles = [r.json()["messages"][-1]["role"] for r in server.requests]
+    assert roles == ["assistant", "user", "user"]  # refused once, then never sent again
+    assert client.mask_prefill is False
+
+
+def test_other_bad_requests_are_not_taken_for_a_prefill_refusal(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    bad = RawReply(
+        b'{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too big"}}',
+        status=400,
+        content_type="application/json",
+    )
+    server = fake_server("anthropic", [bad, {"content": "ok"}])
+    with pytest.raises(ProviderError, match="HTTP 400: .*max_tokens: too big"):
+        provider(server.base_url).complete(build_request(ToolMask.only("file_")))
+    assert len(server.requests) == 1
 
 
 def test_streamed_text_thinking_and_tool_use_are_mapped(

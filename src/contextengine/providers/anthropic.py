@@ -19,8 +19,9 @@ allowed tools (``PREFILL``); the API returns only what follows it. A prefill can
 call outside the mask. The prefill sits after every cache breakpoint, so the cached prefix
 is untouched. Extended thinking (a ``thinking`` param) allows neither a prefill nor a forced
 ``tool_choice``: with it a subset is ``auto`` with no prefill, a required call is ``auto``
-too, and the guard alone enforces the mask. Models that reject any prefill (Claude Opus
-4.6 answers 400) take ``mask_prefill=False``.
+too, and the guard alone enforces the mask. Newer models reject any prefill with a 400
+(Claude Opus 4.6 and later): the first such refusal turns the prefill off for the provider
+and the request is sent again without it; ``mask_prefill=False`` never sends one.
 """
 
 from __future__ import annotations
@@ -123,10 +124,16 @@ class AnthropicProvider(StreamingProvider):
 
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
         """Send ``request`` and yield its text as it streams, then the whole reply."""
-        body = anthropic_body(
-            request, thinking=_thinking_on(self._params), prefill=self.mask_prefill
-        )
-        yield from retried(lambda: self._attempt(body), self.max_retries, self.retry_backoff_s)
+        thinking = _thinking_on(self._params)
+        body = anthropic_body(request, thinking=thinking, prefill=self.mask_prefill)
+        try:
+            yield from retried(lambda: self._attempt(body), self.max_retries, self.retry_backoff_s)
+        except ProviderError as exc:
+            if not _refused_prefill(exc, body):
+                raise
+            self.mask_prefill = False  # the model takes no prefill: stop sending one
+            body = anthropic_body(request, thinking=thinking, prefill=False)
+            yield from retried(lambda: self._attempt(body), self.max_retries, self.retry_backoff_s)
 
     def _attempt(self, body: dict[str, Any]) -> Iterator[ReplyEvent]:
         where = f"anthropic {self.model}"
@@ -205,6 +212,16 @@ def anthropic_tool_choice(choice: ToolChoice, *, thinking: bool = False) -> dict
         single = choice.single
         return {"type": "tool", "name": single} if single else {"type": "any"}
     return {"type": "auto" if choice.kind == "required" else choice.kind}
+
+
+def _refused_prefill(exc: ProviderError, body: Mapping[str, Any]) -> bool:
+    """Whether ``exc`` is the API's 400 refusing the prefill that ``body`` ends with."""
+    message = str(exc)
+    return (
+        body["messages"][-1]["role"] == "assistant"
+        and "HTTP 400" in message
+        and "prefill" in message.lower()
+    )
 
 
 def _thinking_on(params: Mapping[str, Any]) -> bool:
