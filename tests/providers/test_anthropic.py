@@ -308,7 +308,7 @@ def test_other_bad_requests_are_not_taken_for_a_prefill_refusal(
         content_type="application/json",
     )
     server = fake_server("anthropic", [bad, {"content": "ok"}])
-    with pytest.raises(ProviderError, match="HTTP 400: .*max_tokens: too big"):
+    with pytest.raises(ProviderError, match=r"HTTP 400: .*max_tokens: too big"):
         provider(server.base_url).complete(build_request(ToolMask.only("file_")))
     assert len(server.requests) == 1
 
