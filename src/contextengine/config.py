@@ -133,7 +133,9 @@ class Config(BaseModel):
     externalize: bool = Field(True, description="Write large observations to artifacts.")
     recitation: bool = Field(True, description="End every request with the task status.")
     reminders: bool = Field(True, description="Plan recitation, 2-action and 3-strike reminders.")
-    masking: bool = Field(True, description="Enforce tool masks at decode time.")
+    masking: bool = Field(
+        True, description="Enforce tool masks: the decode-time constraint and the guard."
+    )
     compaction: bool = Field(True, description="Summarize old rounds near the window limit.")
     pruning: bool = Field(True, description="Turn old tool results into stubs when it pays.")
     working_memory: bool = Field(True, description="Keep task_plan / findings / progress files.")

@@ -188,3 +188,20 @@ def test_a_mode_survives_resume_only_when_asked(tmp_path: Path) -> None:
     assert resumed.mode is None
     again = Agent.resume(agent.session_dir, ScriptedProvider([ANSWER]), Config(), mode="CODE")
     assert again.mode == "CODE"
+
+
+def test_the_reboot_request_allows_no_tool_and_the_mode_comes_back(tmp_path: Path) -> None:
+    shell = step(call("shell_exec", command="ls"))
+    reboot_answer = {"content": "1. Search.\n2. Tried the shell.\n3. Masked.\n4. Answer.\n5. No."}
+    script = [shell, shell, shell, reboot_answer, ANSWER]
+    provider = ScriptedProvider(script)
+    agent = Agent(provider, tmp_path / "ws", Config(), mode="SEARCH")
+    result = agent.run("Look it up.")
+    assert result.status == "completed"
+    assert [r.purpose for r in provider.requests] == ["main"] * 3 + ["reboot", "main"]
+    assert [r.mask for r in provider.requests] == [MODES["SEARCH"]] * 3 + [
+        ToolMask(allow=(), mode="auto"),
+        MODES["SEARCH"],
+    ]
+    assert agent.stats()["tool_errors"] == {"masked_tool": 3}
+    assert agent.stats()["strikes"] == 1
