@@ -125,3 +125,66 @@ def test_bad_protocol(tmp_path, protocol):
         env={"OPENAI_API_KEY": "k"},
     )
     assert_one_line_error(result, "--protocol")
+
+
+def test_run_help_lists_the_modes():
+    result = run_cli("run", "--help", env={"COLUMNS": "200"})
+    assert result.returncode == 0
+    for name in ("chat", "code", "search", "thinking", "knowledge", "deep_research"):
+        assert name in result.stdout.lower()
+
+
+def test_run_in_a_mode_sends_its_mask_and_refuses_an_unknown_one(tmp_path):
+    from providers.fake_servers import FakeModelServer
+
+    with FakeModelServer("openai", [{"content": "A complete answer, without any tool."}]) as fake:
+        result = run_cli(
+            "run",
+            "hi",
+            "-p",
+            "openai",
+            "-m",
+            "gpt-test",
+            "--base-url",
+            fake.base_url,
+            "-w",
+            str(tmp_path),
+            "--mode",
+            "chat",
+            env={"OPENAI_API_KEY": "k"},
+        )
+        assert result.returncode == 0, result.stderr
+        (body,) = [r.json() for r in fake.answered]
+    assert body["tool_choice"] == "none"
+    assert len(body["tools"]) > 0
+    bad = run_cli("run", "hi", "-w", str(tmp_path), "--mode", "PLAN")
+    assert_one_line_error(bad, "--mode")
+
+
+def test_mode_from_the_config_file(tmp_path):
+    from providers.fake_servers import FakeModelServer
+
+    config = tmp_path / "c.toml"
+    config.write_text('mode = "CHAT"\n')
+    with FakeModelServer("openai", [{"content": "A complete answer, without any tool."}]) as fake:
+        result = run_cli(
+            "run",
+            "hi",
+            "-p",
+            "openai",
+            "-m",
+            "gpt-test",
+            "--base-url",
+            fake.base_url,
+            "-c",
+            str(config),
+            "-w",
+            str(tmp_path / "ws"),
+            env={"OPENAI_API_KEY": "k"},
+        )
+        assert result.returncode == 0, result.stderr
+        (body,) = [r.json() for r in fake.answered]
+    assert body["tool_choice"] == "none"
+    config.write_text('mode = "PLAN"\n')
+    bad = run_cli("run", "hi", "-c", str(config), "-w", str(tmp_path / "ws"))
+    assert_one_line_error(bad, "'mode'", "DEEP_RESEARCH")

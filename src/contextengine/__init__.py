@@ -38,10 +38,12 @@ from contextengine.session.entries import (
 )
 from contextengine.session.session import Session
 from contextengine.tools.mask import ToolMask
+from contextengine.tools.modes import MODES
 from contextengine.tools.spec import ToolSpec
 from contextengine.types import ModelReply, ToolCall, Usage
 
 __all__ = [
+    "MODES",
     "PROVIDER_NAMES",
     "Agent",
     "AssistantEntry",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import tempfile
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -32,6 +33,7 @@ from contextengine.measure.profile_command import profile_command
 from contextengine.providers.base import Provider
 from contextengine.providers.factory import PROVIDER_NAMES
 from contextengine.proxy.command import proxy_command
+from contextengine.tools.modes import MODE_NAMES
 from contextengine.untrusted import valid_text
 
 try:  # typer 0.24+ carries its own click, whose exceptions derive from TyperException
@@ -70,6 +72,9 @@ RetriesOption = Annotated[
     int | None,
     typer.Option("--retries", help="Retries of a failed or broken model call (default 2)."),
 ]
+ModeChoice = Enum("ModeChoice", {name: name for name in MODE_NAMES}, type=str)  # type: ignore[misc]
+"""The mode presets as command-line choices."""
+
 ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", "-c", help="Config file (TOML or YAML).", exists=True, dir_okay=False),
@@ -209,6 +214,14 @@ def run(
     config: ConfigOption = None,
     timeout: TimeoutOption = None,
     retries: RetriesOption = None,
+    mode: Annotated[
+        ModeChoice | None,
+        typer.Option(
+            help="Mode preset: which tools the agent may call (default: the config's mode, "
+            "else every tool).",
+            case_sensitive=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the agent on a task in a workspace (or chat with it interactively)."""
     from contextengine.agent.loop import Agent
@@ -218,9 +231,15 @@ def run(
     settings = _settings(config, timeout, retries)
     chosen = _provider(provider, model, base_url, settings)
     if resume is not None:
-        agent = Agent.resume(resume, chosen, settings)
+        agent = Agent.resume(resume, chosen, settings, mode=mode and mode.value)
     else:
-        agent = Agent(chosen, workspace, settings, protocol=protocol)  # type: ignore[arg-type]
+        agent = Agent(
+            chosen,
+            workspace,
+            settings,
+            protocol=protocol,  # type: ignore[arg-type]
+            mode=mode and mode.value,
+        )
     printer = EventPrinter(out)
     messages = [message] if message is not None else _prompt_lines()
     for text in messages:

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from contextengine.errors import ConfigError
+from contextengine.tools.modes import MODE_NAMES, ModeName
 
 HistoryMode = Literal["compressed", "full", "round_scratchpad"]
 
@@ -90,6 +91,11 @@ class Config(BaseModel):
         2, ge=0, le=20, description="Retries of a model call that failed or broke off."
     )
     max_steps: int = Field(100, ge=1, description="Model calls allowed in one round.")
+    mode: ModeName | None = Field(
+        None,
+        description="Mode preset the agent starts in: " + ", ".join(MODE_NAMES) + " "
+        "(default: none, every tool allowed).",
+    )
     root: str | None = Field(
         None, description="Session root; default <workspace>/.contextengine/sessions."
     )
@@ -151,11 +157,18 @@ class Config(BaseModel):
     externalize: bool = Field(True, description="Write large observations to artifacts.")
     recitation: bool = Field(True, description="End every request with the task status.")
     reminders: bool = Field(True, description="Plan recitation, 2-action and 3-strike reminders.")
-    masking: bool = Field(True, description="Enforce tool masks at decode time.")
+    masking: bool = Field(
+        True, description="Enforce tool masks: the decode-time constraint and the guard."
+    )
     compaction: bool = Field(True, description="Summarize old rounds near the window limit.")
     pruning: bool = Field(True, description="Turn old tool results into stubs when it pays.")
     working_memory: bool = Field(True, description="Keep task_plan / findings / progress files.")
     injection: bool = Field(True, description="Run context injectors once per user turn.")
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode_upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
 
     def flag(self, name: str) -> bool:
         """Whether component ``name`` is on (its own switch and the master switch)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contextengine import ToolMask
-from contextengine.local.grammar import mask_grammar
+from contextengine.local.grammar import call_array_grammar, mask_grammar
 
 NAMES = ("file_ls", "file_read", "shell_exec")
 
@@ -47,3 +47,36 @@ def test_auto_mode_with_nothing_allowed_is_text_only():
 def test_a_call_mode_that_allows_no_tool_is_an_error(mode):
     with pytest.raises(ValueError, match=r"allows none of the tools"):
         mask_grammar(ToolMask(("web_",), mode), NAMES)
+
+
+def test_call_array_grammar_binds_the_names_and_leaves_parameters_free():
+    grammar = call_array_grammar(["file_read", "file_write"])
+    assert _rule(grammar, "root") == 'root ::= "[" call ( "," call )* "]"'
+    assert _rule(grammar, "name") == 'name ::= "\\"file_read\\"" | "\\"file_write\\""'
+    assert "object" in _rule(grammar, "call")
+    with pytest.raises(ValueError, match="at least one"):
+        call_array_grammar([])
+
+
+@pytest.mark.local_engine
+def test_decoding_under_the_call_array_grammar_names_only_allowed_tools(tiny_model):
+    """What a llama.cpp server does with the grammar the OpenAI-compatible adapter sends."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from contextengine.providers.local import LlamaCppProvider
+
+    llama = LlamaCppProvider(tiny_model.gguf_path, n_ctx=1024, seed=7).llama
+    grammar = llama_cpp.LlamaGrammar.from_string(
+        call_array_grammar(["file_read", "file_write"]), verbose=False
+    )
+    prompt = llama.tokenize(b"Call a tool.", add_bos=True)
+    for seed in range(5):
+        llama.set_seed(seed)
+        pieces = []
+        for count, token in enumerate(llama.generate(prompt, temp=1.0, grammar=grammar)):
+            if llama_cpp.llama_vocab_is_eog(llama_cpp.llama_model_get_vocab(llama.model), token):
+                break
+            pieces.append(llama.detokenize([token]))
+            if count >= 40:
+                break
+        text = b"".join(pieces).decode("utf-8", errors="replace")
+        assert text.startswith(('[{"name":"file_read"', '[{"name":"file_write"')), text

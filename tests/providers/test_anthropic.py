@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -19,11 +20,11 @@ from contextengine import (
     Usage,
     UserEntry,
 )
-from contextengine.providers.anthropic import AnthropicProvider, anthropic_body
+from contextengine.providers.anthropic import PREFILL, AnthropicProvider, anthropic_body
 from contextengine.types import ReasoningDelta, ReplyDone, TextDelta, ToolCall
 
 from .conftest import BuildRequest, StartServer
-from .fake_servers import FakeUsage
+from .fake_servers import FakeUsage, RawReply
 
 
 def provider(base_url: str, **kwargs: Any) -> AnthropicProvider:
@@ -212,6 +213,104 @@ def test_mask_becomes_tool_choice(
     tool_choice: dict[str, str],
 ) -> None:
     assert send(build_request, fake_server, mask=mask)["tool_choice"] == tool_choice
+
+
+def test_a_subset_of_several_tools_is_named_in_an_assistant_prefill(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    plain = send(build_request, fake_server)
+    for mask, choice in (
+        (ToolMask.only("file_"), {"type": "any"}),
+        (ToolMask.only("file_", mode="auto"), {"type": "auto"}),
+    ):
+        body = send(build_request, fake_server, mask=mask)
+        assert body["tool_choice"] == choice
+        assert body["tools"] == plain["tools"]
+        # Everything before the prefill is the unmasked body, cache marks included.
+        assert body["messages"][:-1] == plain["messages"]
+        assert body["messages"][-1] == {
+            "role": "assistant",
+            "content": [{"type": "text", "text": PREFILL.format(names="file_read, file_write")}],
+        }
+        assert not body["messages"][-1]["content"][0]["text"][-1].isspace()
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [None, ToolMask(mode="required"), ToolMask.only("file_read"), ToolMask(allow=())],
+)
+def test_no_prefill_when_the_choice_names_the_tools(
+    build_request: BuildRequest, fake_server: StartServer, mask: ToolMask | None
+) -> None:
+    assert send(build_request, fake_server, mask=mask)["messages"][-1]["role"] == "user"
+
+
+def test_extended_thinking_gets_neither_prefill_nor_a_forced_choice(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    server = fake_server("anthropic", [{"content": "ok"}] * 3)
+    client = provider(server.base_url, thinking=thinking)
+    for mask in (ToolMask.only("file_"), ToolMask.only("file_read"), ToolMask(mode="required")):
+        client.complete(build_request(mask))
+    for recorded in server.requests:
+        body = recorded.json()
+        assert body["thinking"] == thinking
+        assert body["tool_choice"] == {"type": "auto"}
+        assert body["messages"][-1]["role"] == "user"
+    disabled = anthropic_body(build_request(ToolMask.only("file_")), thinking=False)
+    assert disabled["messages"][-1]["role"] == "assistant"
+
+
+def test_prefill_can_be_switched_off_for_models_that_refuse_it(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    server = fake_server("anthropic", [{"content": "ok"}])
+    provider(server.base_url, mask_prefill=False).complete(build_request(ToolMask.only("file_")))
+    body = server.requests[0].json()
+    assert body["tool_choice"] == {"type": "any"}
+    assert body["messages"][-1]["role"] == "user"
+    assert "mask_prefill" not in body
+
+
+def test_a_model_that_refuses_prefill_is_asked_again_without_it(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    refusal = RawReply(
+        json.dumps(
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "Prefilling assistant messages is not supported for this model.",
+                },
+            }
+        ).encode(),
+        status=400,
+        content_type="application/json",
+    )
+    server = fake_server("anthropic", [refusal, {"content": "ok"}, {"content": "again"}])
+    client = provider(server.base_url)
+    request = build_request(ToolMask.only("file_"))
+    assert client.complete(request).content == "ok"
+    assert client.complete(request).content == "again"
+    roles = [r.json()["messages"][-1]["role"] for r in server.requests]
+    assert roles == ["assistant", "user", "user"]  # refused once, then never sent again
+    assert client.mask_prefill is False
+
+
+def test_other_bad_requests_are_not_taken_for_a_prefill_refusal(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    bad = RawReply(
+        b'{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too big"}}',
+        status=400,
+        content_type="application/json",
+    )
+    server = fake_server("anthropic", [bad, {"content": "ok"}])
+    with pytest.raises(ProviderError, match=r"HTTP 400: .*max_tokens: too big"):
+        provider(server.base_url).complete(build_request(ToolMask.only("file_")))
+    assert len(server.requests) == 1
 
 
 def test_streamed_text_thinking_and_tool_use_are_mapped(

@@ -94,13 +94,16 @@ def test_sglang_constrains_a_subset_with_a_json_schema_response_format(
 NAMED = {"type": "function", "function": {"name": "shell_exec"}}
 
 
+CONSTRAINT_FIELDS = {"structured_outputs", "guided_json", "response_format", "grammar"}
+
+
 @pytest.mark.parametrize(
     ("server", "single", "subset"),
     [
         ("sglang", NAMED, "auto"),
         ("generic", NAMED, "required"),
-        ("llamacpp", "required", "required"),
-        ("ollama", "required", "required"),
+        ("llamacpp", "none", "none"),
+        ("ollama", "auto", "auto"),
     ],
 )
 def test_tool_choice_per_server(
@@ -110,17 +113,16 @@ def test_tool_choice_per_server(
     single: Any,
     subset: str,
 ) -> None:
-    constraint_fields = {"structured_outputs", "guided_json", "response_format"}
     one, _ = send(build_request, fake_server, server, ToolMask.only("shell_exec"))
     assert one["tool_choice"] == single
-    assert not constraint_fields & set(one)
+    assert bool(CONSTRAINT_FIELDS & set(one)) is (server in ("llamacpp", "ollama"))
     several, _ = send(build_request, fake_server, server, SUBSET)
     assert several["tool_choice"] == subset
     everything, _ = send(build_request, fake_server, server, ToolMask(mode="required"))
     assert everything["tool_choice"] == "required"
     free, _ = send(build_request, fake_server, server, ToolMask.only("file_", mode="auto"))
     assert free["tool_choice"] == "auto"
-    assert not constraint_fields & (set(everything) | set(free))
+    assert not CONSTRAINT_FIELDS & (set(everything) | set(free))
 
 
 def test_vllm_constrains_every_required_call_with_structured_output(
@@ -142,6 +144,43 @@ def test_vllm_constrains_every_required_call_with_structured_output(
             assert allowed == {t["function"]["name"] for t in body["tools"]}
     free, _ = send(build_request, fake_server, "vllm", ToolMask.only("file_", mode="auto"))
     assert free["tool_choice"] == "auto" and "structured_outputs" not in free
+
+
+def test_llamacpp_constrains_required_calls_with_a_grammar_and_no_tool_choice(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    """llama-server refuses a grammar next to tools unless tool_choice is none."""
+    body, _ = send(build_request, fake_server, "llamacpp", SUBSET)
+    assert body["tool_choice"] == "none"
+    assert json.dumps(body["tools"]) == json.dumps(build_request().tools)
+    name_rule = next(r for r in body["grammar"].splitlines() if r.startswith("name ::="))
+    assert name_rule == 'name ::= "\\"file_read\\"" | "\\"file_write\\""'
+    single, _ = send(build_request, fake_server, "llamacpp", ToolMask.only("shell_exec"))
+    assert 'name ::= "\\"shell_exec\\""' in single["grammar"]
+    free, _ = send(build_request, fake_server, "llamacpp", ToolMask.only("file_", mode="auto"))
+    assert free["tool_choice"] == "auto" and "grammar" not in free
+
+
+def test_ollama_constrains_required_calls_with_a_json_schema_format(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    body, _ = send(build_request, fake_server, "ollama", SUBSET)
+    assert body["response_format"]["type"] == "json_schema"
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert calls_schema_names(schema) == ["file_read", "file_write"]
+
+
+@pytest.mark.parametrize("server", ["llamacpp", "ollama"])
+def test_grammar_and_format_constrained_arrays_come_back_as_tool_calls(
+    build_request: BuildRequest, fake_server: StartServer, server: str
+) -> None:
+    array = [{"name": "file_read", "parameters": {"path": "a.py"}}]
+    fake = fake_server("openai", [{"content": json.dumps(array)}])
+    reply = provider(fake.base_url, server).complete(build_request(SUBSET))
+    assert [(c.name, c.arguments_json) for c in reply.tool_calls] == [
+        ("file_read", '{"path":"a.py"}')
+    ]
+    assert reply.content == ""
 
 
 def test_llamacpp_asks_for_prompt_caching(

@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from contextengine.agent.compaction import Compactor
 from contextengine.agent.events import (
@@ -35,6 +35,7 @@ from contextengine.agent.harness import build_harness
 from contextengine.agent.hooks import Harness, HookResult
 from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
 from contextengine.agent.replies import valid_reply
+from contextengine.agent.stats import AgentStats
 from contextengine.agent.text_protocol import parse_text_reply
 from contextengine.compress.externalize import CompressedRef, Externalizer
 from contextengine.compress.observation import ObservationProcessor
@@ -74,6 +75,7 @@ from contextengine.tools.classify import classify_error
 from contextengine.tools.context import ToolContext
 from contextengine.tools.file_delete import TRASH_DIR
 from contextengine.tools.mask import ToolMask
+from contextengine.tools.modes import NO_TOOLS, MaskRules, mode_mask, mode_of
 from contextengine.tools.registry import Toolset, default_toolset
 from contextengine.tools.sandbox import SandboxPolicy
 from contextengine.tools.web_http import WebPolicy
@@ -83,7 +85,6 @@ from contextengine.types import ModelReply, ReasoningDelta, ReplyDone, TextDelta
 from contextengine.untrusted import valid_text
 
 MIN_FINAL_ANSWER_CHARS = 10
-NO_TOOLS = ToolMask(allow=(), mode="auto")
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class Agent:
         harness: Harness | None = None,
         injectors: Sequence[Injector] = (),
         ask_human: Callable[[str], str | None] | None = None,
+        mode: str | None = None,
         _session: Session | None = None,
     ) -> None:
         self.provider = provider
@@ -120,7 +122,12 @@ class Agent:
             if self.config.flag("working_memory")
             else default_toolset()
         )
+        # The mask the agent works under (its mode); MaskRules adds the state rules.
         self.mask: ToolMask | None = None
+        self.mask_rules = MaskRules(self.config.flag("masking"))
+        if mode or self.config.mode:
+            self.set_mode(mode or self.config.mode)
+        self._stats = AgentStats()
         self.ask_human = ask_human
         self.session = _session or self._create_session(session_id, protocol)
         protocol = self.session.style.protocol
@@ -191,12 +198,14 @@ class Agent:
         config: Config | None = None,
         *,
         tools: Toolset | None = None,
+        mode: str | None = None,
     ) -> Agent:
         """Continue a recorded session (after a crash or restart) with nothing lost.
 
         Tool calls a crash left without a result get an explicit "interrupted" result
         (never a re-run), so the next request is valid and the model knows what happened.
-        ``tools``: the session's own toolset when it was not the default one.
+        ``tools``: the session's own toolset when it was not the default one; ``mode``: a
+        preset to continue in (else the config's ``mode``).
         """
         if not Path(session_dir).is_dir():
             raise ContextEngineError(f"{session_dir}: not a session folder")
@@ -213,13 +222,28 @@ class Agent:
                 f"{session.directory / META_FILE}: no valid 'workspace' path recorded"
             )
         close_interrupted_calls(session)
-        return cls(provider, workspace, config, tools=tools, _session=session)
+        return cls(provider, workspace, config, tools=tools, mode=mode, _session=session)
 
     def recover(self, ref: CompressedRef | str) -> str:
         """The original text behind a ``compressed_ref`` (object or its JSON), byte for byte."""
         return self.externalizer.recover(
             CompressedRef.from_json(ref) if isinstance(ref, str) else ref
         )
+
+    @property
+    def mode(self) -> str | None:
+        """The preset the agent's mask is (``CODE`` ...), ``None`` for all tools or a custom mask."""
+        return mode_of(self.mask)
+
+    def set_mode(self, name: str | None) -> None:
+        """Work in preset ``name`` from the next step on (``None``: all tools); the request's
+        ``tools`` stay the same, only the mask changes. Unknown names raise ``ConfigError``."""
+        self.mask = None if name is None else mode_mask(name)
+
+    def stats(self) -> dict[str, Any]:
+        """In-process counters: calls by purpose, tokens, cache hit rate, cache breaks by
+        cause, compactions, prunes, strikes, tool calls and tool errors by class."""
+        return self._stats.as_dict()
 
     @property
     def session_dir(self) -> Path:
@@ -260,6 +284,11 @@ class Agent:
         Setting ``cancel`` stops the turn before its next step (a batch of tool calls
         always runs to its end): it ends with ``Done`` and status ``cancelled``.
         """
+        for event in self._turn(message, cancel):
+            self._stats.observe(event)
+            yield event
+
+    def _turn(self, message: str, cancel: threading.Event | None) -> Iterator[AgentEvent]:
         close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
         message = valid_text(message)
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
@@ -364,7 +393,9 @@ class Agent:
 
     def _build(self, context: LiveContext, rebooting: str | None) -> Request:
         if rebooting is None:
-            return self.builder.build(self.session, context, mask=self.mask)
+            return self.builder.build(
+                self.session, context, mask=self.mask_rules.in_force(self.mask)
+            )
         return self.builder.build(
             self.session,
             context,
@@ -502,9 +533,8 @@ class Agent:
     ) -> Generator[AgentEvent, None, HookResult]:
         yield ToolCallEvent(call.id, call.name, call.arguments_json)
         self.session.append(ToolStartEntry(call_id=call.id, tool_name=call.name))
-        outcome = self.toolset.execute(
-            call, self.tool_context, self.mask if self.config.flag("masking") else None
-        )
+        outcome = self.toolset.execute(call, self.tool_context, self.mask_rules.in_force(self.mask))
+        self.mask_rules.observe(call.name, outcome)
         error_class = classify_error(call.name, outcome)
         index = len(self.session.records)
         try:

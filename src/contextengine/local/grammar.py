@@ -5,6 +5,10 @@ The grammar admits exactly the replies the mask allows, in the format of
 an allowed tool; ``required`` and ``specified`` are exactly one call to an allowed tool.
 Arguments are a JSON object in compact form, the canonical form history renders, so a
 call the model generated re-renders to the same text.
+
+``call_array_grammar`` is the same constraint for a llama.cpp server: the reply is a JSON
+array of ``{"name", "parameters"}`` calls to the allowed tools (the shape vLLM builds for a
+required call), which the OpenAI-compatible adapter turns back into tool calls.
 """
 
 from __future__ import annotations
@@ -50,6 +54,28 @@ def mask_grammar(mask: ToolMask | None, tool_names: Sequence[str]) -> str | None
     if allowed:
         rules += _call_rules(allowed)
     return "\n".join(rules) + "\n"
+
+
+def call_array_grammar(names: Sequence[str]) -> str:
+    """GBNF for a non-empty JSON array of ``{"name": ..., "parameters": {...}}`` calls whose
+    names are ``names``; the parameters are any JSON object (the guard validates them)."""
+    if not names:
+        raise ValueError("a call array needs at least one allowed tool")
+    alternatives = " | ".join(_literal(json.dumps(n, ensure_ascii=False)) for n in names)
+    call = " ".join(
+        (_literal('{"name":'), "name", _literal(',"parameters":'), "object", _literal("}"))
+    )
+    return (
+        "\n".join(
+            [
+                'root ::= "[" call ( "," call )* "]"',
+                f"call ::= {call}",
+                f"name ::= {alternatives}",
+                *_JSON_RULES.strip().splitlines(),
+            ]
+        )
+        + "\n"
+    )
 
 
 def _call_rules(names: Sequence[str]) -> list[str]:

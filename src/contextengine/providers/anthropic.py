@@ -12,9 +12,16 @@ Translation from the builder's OpenAI-format messages:
   ones win), so the cache covers tools + system, then L2, then the persisted history.
 
 Masks become ``tool_choice``: auto, ``any`` (a call is required), ``tool`` (exactly one
-tool allowed) or ``none``. A subset of several tools has no Anthropic encoding (assistant
-prefill cannot start a ``tool_use`` block and newer models reject prefill), so it is sent
-as ``any``/``auto`` and the agent's guard refuses calls outside the mask.
+tool allowed) or ``none``. A subset of several tools cannot be named in ``tool_choice``, so
+it is sent as ``any``/``auto`` plus an assistant prefill that opens the reply by naming the
+allowed tools (``PREFILL``); the API returns only what follows it. A prefill cannot start a
+``tool_use`` block, so it steers rather than binds, and the agent's guard still refuses any
+call outside the mask. The prefill sits after every cache breakpoint, so the cached prefix
+is untouched. Extended thinking (a ``thinking`` param) allows neither a prefill nor a forced
+``tool_choice``: with it a subset is ``auto`` with no prefill, a required call is ``auto``
+too, and the guard alone enforces the mask. Newer models reject any prefill with a 400
+(Claude Opus 4.6 and later): the first such refusal turns the prefill off for the provider
+and the request is sent again without it; ``mask_prefill=False`` never sends one.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ MAX_BREAKPOINTS = 4
 SYSTEM_NOTE = "<system-reminder>\n{text}\n</system-reminder>"
 EMPTY_TEXT = "(empty)"
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+PREFILL = "(Tools allowed for this step: {names}.)"
 
 RESERVED_PARAMS = frozenset(
     {"model", "messages", "system", "tools", "tool_choice", "stream", "max_tokens"}
@@ -82,7 +90,8 @@ class AnthropicProvider(StreamingProvider):
     """Anthropic's Messages API, streamed.
 
     ``params`` are extra Messages fields sent with every request (``temperature``,
-    ``top_p`` ...). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; retries on
+    ``top_p``, ``thinking`` ...); ``mask_prefill`` sends the assistant prefill that names
+    a masked subset of tools (see the module docstring). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; retries on
     429/5xx/overload and timeouts are the SDK's own (``max_retries``), a 200 reply cut before
     ``message_stop`` or otherwise broken is retried as often by ``providers.retry``.
     """
@@ -96,10 +105,12 @@ class AnthropicProvider(StreamingProvider):
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: float = DEFAULT_TIMEOUT_S,
         retry_backoff_s: float = DEFAULT_BACKOFF_S,
+        mask_prefill: bool = True,
         **params: Any,
     ) -> None:
         check_params(params, RESERVED_PARAMS, "AnthropicProvider")
         self.model = model
+        self.mask_prefill = mask_prefill
         self.max_tokens = max_tokens
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
@@ -113,8 +124,16 @@ class AnthropicProvider(StreamingProvider):
 
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
         """Send ``request`` and yield its text as it streams, then the whole reply."""
-        body = anthropic_body(request)
-        yield from retried(lambda: self._attempt(body), self.max_retries, self.retry_backoff_s)
+        thinking = _thinking_on(self._params)
+        body = anthropic_body(request, thinking=thinking, prefill=self.mask_prefill)
+        try:
+            yield from retried(lambda: self._attempt(body), self.max_retries, self.retry_backoff_s)
+        except ProviderError as exc:
+            if not _refused_prefill(exc, body):
+                raise
+            self.mask_prefill = False  # the model takes no prefill: stop sending one
+            body = anthropic_body(request, thinking=thinking, prefill=False)
+            yield from retried(lambda: self._attempt(body), self.max_retries, self.retry_backoff_s)
 
     def _attempt(self, body: dict[str, Any]) -> Iterator[ReplyEvent]:
         where = f"anthropic {self.model}"
@@ -143,8 +162,14 @@ class AnthropicProvider(StreamingProvider):
         yield ReplyDone(reply)
 
 
-def anthropic_body(request: Request) -> dict[str, Any]:
-    """``system``, ``messages``, ``tools`` and ``tool_choice`` for ``request``."""
+def anthropic_body(
+    request: Request, *, thinking: bool = False, prefill: bool = True
+) -> dict[str, Any]:
+    """``system``, ``messages``, ``tools`` and ``tool_choice`` for ``request``.
+
+    ``thinking``: extended thinking is on (no forced choice, no prefill); ``prefill``: name
+    a masked subset in an assistant prefill.
+    """
     messages = request.messages
     layers = request.segments.l1 + request.segments.l2
     n_system = 0
@@ -172,16 +197,37 @@ def anthropic_body(request: Request) -> dict[str, Any]:
     choice = resolve_tool_choice(request)
     if choice is not None:
         body["tools"] = [_tool(t) for t in request.tools]
-        body["tool_choice"] = anthropic_tool_choice(choice)
+        body["tool_choice"] = anthropic_tool_choice(choice, thinking=thinking)
+        names = choice.names
+        subset = names is not None and len(names) > 1 and choice.kind != "none"
+        if subset and prefill and not thinking and turns and turns[-1]["role"] == "user":
+            text = PREFILL.format(names=", ".join(names or ()))
+            turns.append({"role": "assistant", "content": [_text(text)]})
     return body
 
 
-def anthropic_tool_choice(choice: ToolChoice) -> dict[str, str]:
-    """``choice`` as Anthropic's ``tool_choice``; several allowed tools fall back to the guard."""
-    if choice.kind == "required":
+def anthropic_tool_choice(choice: ToolChoice, *, thinking: bool = False) -> dict[str, str]:
+    """``choice`` as Anthropic's ``tool_choice``; extended thinking allows only auto/none."""
+    if choice.kind == "required" and not thinking:
         single = choice.single
         return {"type": "tool", "name": single} if single else {"type": "any"}
-    return {"type": choice.kind}
+    return {"type": "auto" if choice.kind == "required" else choice.kind}
+
+
+def _refused_prefill(exc: ProviderError, body: Mapping[str, Any]) -> bool:
+    """Whether ``exc`` is the API's 400 refusing the prefill that ``body`` ends with."""
+    message = str(exc)
+    return (
+        body["messages"][-1]["role"] == "assistant"
+        and "HTTP 400" in message
+        and "prefill" in message.lower()
+    )
+
+
+def _thinking_on(params: Mapping[str, Any]) -> bool:
+    """Whether the extra params switch extended thinking on."""
+    thinking = params.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled")
 
 
 def _blocks(message: Mapping[str, Any]) -> tuple[str, list[Block]]:

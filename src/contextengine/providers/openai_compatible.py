@@ -9,10 +9,10 @@ documents:
 ============  ==============  ===========================  ==============================
 server        all tools       one tool (call required)     a subset (call required)
 ============  ==============  ===========================  ==============================
-vllm          auto/required   named ``tool_choice``        ``structured_outputs.json``
+vllm          auto/required   ``structured_outputs.json``  ``structured_outputs.json``
 sglang        auto/required   named ``tool_choice``        ``response_format`` json_schema
-llamacpp      auto/required   ``required`` + guard         ``required`` + guard
-ollama        auto/required   ``required`` + guard         ``required`` + guard
+llamacpp      auto/required   GBNF ``grammar``             GBNF ``grammar``
+ollama        auto/required   ``response_format``          ``response_format`` json_schema
 generic       auto/required   named ``tool_choice``        ``required`` + guard
 ============  ==============  ===========================  ==============================
 
@@ -20,7 +20,11 @@ The subset constraint is the same JSON shape vLLM itself builds for
 ``tool_choice="required"`` - an array of ``{"name", "parameters"}`` objects - restricted
 to the allowed tools; it is sent with ``tool_choice="auto"`` (vLLM overwrites a user
 constraint when ``required`` is set) and the adapter turns the array back into tool calls.
-A subset in ``auto`` mode is left to the guard everywhere.
+llama.cpp refuses a ``grammar`` next to tools unless ``tool_choice`` is ``none``, so there
+the array is a GBNF grammar (names bound, parameters any JSON object) with
+``tool_choice="none"``; the tools still render into the prompt, so the cached prefix stays.
+Ollama reads ``response_format`` json_schema as its ``format`` constraint and has no
+``tool_choice``. A subset in ``auto`` mode is left to the guard everywhere.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import openai
 
 from contextengine.context.canonical import canonical_json
 from contextengine.context.request import Request
+from contextengine.local.grammar import call_array_grammar
 from contextengine.providers.base import StreamingProvider
 from contextengine.providers.openai import RESERVED_PARAMS, named_function, stream_chat
 from contextengine.providers.retry import DEFAULT_BACKOFF_S, retried
@@ -52,7 +57,7 @@ SERVERS: tuple[str, ...] = get_args(Server)
 SESSION_HEADER = "x-session-id"
 
 _NAMED_CHOICE = frozenset({"sglang", "generic"})
-_CONSTRAINT_FIELDS = frozenset({"structured_outputs", "guided_json", "response_format"})
+_CONSTRAINT_FIELDS = frozenset({"structured_outputs", "guided_json", "response_format", "grammar"})
 
 
 class OpenAICompatibleProvider(StreamingProvider):
@@ -134,7 +139,9 @@ class OpenAICompatibleProvider(StreamingProvider):
             if self.legacy_guided_json:
                 return {"tool_choice": "auto", "guided_json": schema}
             return {"tool_choice": "auto", "structured_outputs": {"json": schema}}
-        if self.server == "sglang":
+        if self.server == "llamacpp":
+            return {"tool_choice": "none", "grammar": call_array_grammar(names)}
+        if self.server in ("sglang", "ollama"):
             return {
                 "tool_choice": "auto",
                 "response_format": {
