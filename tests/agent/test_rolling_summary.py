@@ -200,9 +200,11 @@ def _compactor(
 
 
 def _run(compactor: Compactor, builder: ContextBuilder, session: Session, ask) -> bool:
-    def summary_request(instruction: str):
+    def summary_request(instruction: str, history_records: int | None):
         extra = ({"role": "user", "content": instruction},)
-        return builder.build(session, purpose="summary", extra=extra)
+        return builder.build(
+            session, purpose="summary", extra=extra, history_records=history_records
+        )
 
     gen = compactor.run(summary_request, ask, 0)
     try:
@@ -345,3 +347,29 @@ def test_the_kept_rounds_shrink_to_the_room_left_and_a_step_cut_follows(tmp_path
         "question 0",
         "question 1",
     ]
+
+
+def test_a_summary_request_over_the_window_is_cut_after_the_archived_part(tmp_path):
+    session = Session.create(tmp_path / "s", durable=False)
+    compactor, builder = _compactor(session, 3_000)
+    for r in range(4):
+        session.append(UserEntry(text=f"question {r}"))
+        session.append(AssistantEntry(text=f"answer {r}: " + "detail " * 420))
+    whole = builder.build(session)
+    asked = []
+
+    def ask(request, timeout_s):
+        asked.append(request)
+        if False:
+            yield
+        return ModelReply(content=f"{SUMMARY_HEADING}\nthe first two rounds")
+
+    assert _run(compactor, builder, session, ask)
+    (request,) = asked
+    assert sum(len(c) for c in whole.chunks) // 3 > 3_000, "the whole history would not fit"
+    assert sum(len(c) for c in request.chunks) // 3 <= 3_000
+    shown = request.messages[:-1]
+    assert shown == whole.messages[: len(shown)], "still a prefix of the cached request"
+    assert shown[-1]["content"].startswith("answer 1: "), "it ends after the archived part"
+    (summary,) = [r.entry for r in session.live if isinstance(r.entry, SummaryEntry)]
+    assert summary.text.endswith("the first two rounds")

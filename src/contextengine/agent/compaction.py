@@ -35,6 +35,8 @@ from contextengine.session.session import Session
 from contextengine.types import ModelReply
 
 SideCall = Callable[[Request, float], Generator[AgentEvent, None, ModelReply | None]]
+# (instruction, how many live records to show, None = all) -> the summary request
+SummaryRequest = Callable[[str, int | None], Request]
 
 FAILED_MESSAGE = "Summary generation failed ({reason}), keeping recent history only."
 TOO_LARGE = "the summary request would not fit the context window"
@@ -79,7 +81,7 @@ class Compactor:
         self._after = tokens
 
     def run(
-        self, summary_request: Callable[[str], Request], ask: SideCall, fixed_tokens: int
+        self, summary_request: SummaryRequest, ask: SideCall, fixed_tokens: int
     ) -> Generator[AgentEvent, None, bool]:
         """Compact once; returns whether anything was archived.
 
@@ -124,11 +126,21 @@ class Compactor:
         return True
 
     def _summarize(
-        self, plan: CompactionPlan, summary_request: Callable[[str], Request], ask: SideCall
+        self, plan: CompactionPlan, summary_request: SummaryRequest, ask: SideCall
     ) -> Generator[AgentEvent, None, tuple[str | None, str]]:
-        """The new summary, or ``None`` and the line saying why there is none."""
+        """The new summary, or ``None`` and the line saying why there is none.
+
+        The request is the whole current history with the instruction; when that would
+        not fit the window, the history up to the last record leaving the view (still a
+        prefix of the cached request, and all the summary needs).
+        """
         instruction = summary_instruction(plan, summary_tokens(self._config.context_window))
-        request = summary_request(instruction)
+        request = summary_request(instruction, None)
+        if self._size(request.chunks) > self._config.context_window:
+            leaving = {r.index for r in (*plan.absorbed, *plan.removed)}
+            live = self._session.live
+            upto = 1 + max(k for k, r in enumerate(live) if r.index in leaving)
+            request = summary_request(instruction, upto)
         if self._size(request.chunks) > self._config.context_window:
             return None, FAILED_MESSAGE.format(reason=TOO_LARGE)
         try:

@@ -368,7 +368,7 @@ class Agent:
     ) -> Generator[AgentEvent, None, bool]:
         """Compact once; ``incoming``: tokens about to be appended (a new user message)."""
 
-        def summary_request(instruction: str) -> Request:
+        def summary_request(instruction: str, history_records: int | None) -> Request:
             # The current request's cached prefix (tools, L1, L2, history) and the
             # instruction; the live observation and the tail would only be paid uncached.
             return self.builder.build(
@@ -377,6 +377,7 @@ class Agent:
                 purpose="summary",
                 mask=NO_TOOLS,
                 extra=({"role": "user", "content": instruction},),
+                history_records=history_records,
             )
 
         records = sum(self._scaled(_bpe_of(r.chunks)) for r in self.session.live)
