@@ -179,13 +179,14 @@ def test_compaction_progress_and_archived_history_in_the_browser(
 
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    tight = Config(context_window=4000, keep_rounds=1)
+    # tight, yet with room for the summary request (the tools alone take ~3.5k tokens)
+    tight = Config(context_window=8000, keep_rounds=1)
     with LiveServer(scripted_app(workspace, model, tight)) as server:
         browser.get(f"{server.url}/?token={server.token}")
         wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")
         for n in range(4):
             box = find(browser, "#message")
-            box.send_keys(f"Question {n}: " + "padding " * 250)
+            box.send_keys(f"Question {n}: " + "padding " * 400)
             box.send_keys(Keys.ENTER)
             wait(browser, lambda d, n=n: len(find_all(d, ".answer")) == n + 1, f"answer {n}")
             wait(browser, lambda d: find(d, "body").get_attribute("data-turn") == "idle", "idle")

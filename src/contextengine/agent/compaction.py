@@ -1,10 +1,11 @@
 """Running a compaction for the agent: plan, archive first, summary side call, one entry.
 
 The summary request is the session's current request with the summary instruction
-appended, so the model reads the whole prefix from its cache. The archive is written
-before anything is recorded; the single summary entry is the compaction record. A kill at
-any point leaves either no compaction (the archive file is rewritten next time) or a
-complete one.
+appended, so the model reads the whole prefix (earlier summaries included) from its cache.
+The archive is written before anything is recorded; it holds every record that leaves the
+live view, the absorbed earlier summaries too. The single summary entry is the compaction
+record. A kill at any point leaves either no compaction (the archive file is rewritten
+next time) or a complete one.
 """
 
 from __future__ import annotations
@@ -16,23 +17,29 @@ from pathlib import Path
 from contextengine.agent.events import AgentEvent, CompactionEvent
 from contextengine.compress.compaction import (
     TIMEOUT_MESSAGE,
+    CompactionPlan,
+    fallback_text,
+    keep_room,
     normalize_summary,
     plan_compaction,
     should_compact,
     summary_entry,
     summary_instruction,
+    summary_tokens,
 )
 from contextengine.config import Config
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.session.entries import SummaryEntry
-from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
 from contextengine.types import ModelReply
 
 SideCall = Callable[[Request, float], Generator[AgentEvent, None, ModelReply | None]]
+# (instruction, how many live records to show, None = all) -> the summary request
+SummaryRequest = Callable[[str, int | None], Request]
 
 FAILED_MESSAGE = "Summary generation failed ({reason}), keeping recent history only."
+TOO_LARGE = "the summary request would not fit the context window"
 REGROWTH_SHARE = 0.1
 LAST_RESORT_SHARE = 0.95
 
@@ -40,10 +47,17 @@ LAST_RESORT_SHARE = 0.95
 class Compactor:
     """Decides when a session needs compaction and carries one out."""
 
-    def __init__(self, session: Session, config: Config, display: Callable[[Path], str]) -> None:
+    def __init__(
+        self,
+        session: Session,
+        config: Config,
+        display: Callable[[Path], str],
+        tokens: Callable[[Sequence[str]], int],
+    ) -> None:
         self._session = session
         self._config = config
         self._display = display
+        self._size = tokens  # tokens of rendered chunks, in the provider's units
         self._skipped_epoch: int | None = None
         self._after: int | None = None
 
@@ -67,12 +81,15 @@ class Compactor:
         self._after = tokens
 
     def run(
-        self, summary_request: Callable[[str], Request], ask: SideCall
+        self, summary_request: SummaryRequest, ask: SideCall, fixed_tokens: int
     ) -> Generator[AgentEvent, None, bool]:
-        """Compact once; returns whether anything was archived."""
-        plan = plan_compaction(
-            self._session.live, self._config.keep_rounds, self._config.context_window
-        )
+        """Compact once; returns whether anything was archived.
+
+        ``fixed_tokens``: what the next request holds besides the live records (L1, L2,
+        the tail, live observations); the records kept must fit beside it and the new
+        summary below the trigger.
+        """
+        plan = self._plan(fixed_tokens)
         if plan is None:
             if self._skipped_epoch != self._session.epoch:
                 self._skipped_epoch = self._session.epoch
@@ -85,32 +102,21 @@ class Compactor:
             "scope": plan.scope,
             "first_index": plan.first_index,
             "end_index": plan.end_index,
+            "absorbed": len(plan.absorbed),
         }
         yield CompactionEvent(
             "started", f"Compacting {len(plan.removed)} older entries ({plan.scope}).", details
         )
-        archive = self._write_archive(plan.removed)
+        archive = self._write_archive(plan)
         yield CompactionEvent(
             "summarizing", "Writing the archived-history summary…", {"archive": str(archive)}
         )
-        timed_out = False
-        try:
-            reply = yield from ask(
-                summary_request(summary_instruction(plan)), self._config.summary_timeout_s
-            )
-        except ProviderError as exc:
-            reply, reason = None, str(exc).splitlines()[0]
-            text = FAILED_MESSAGE.format(reason=reason)
-        else:
-            if reply is None:
-                timed_out, text = True, TIMEOUT_MESSAGE
-            elif not reply.content.strip():
-                text = FAILED_MESSAGE.format(reason="the model returned no text")
-            else:
-                text = normalize_summary(reply.content, plan)
+        summary, message = yield from self._summarize(plan, summary_request, ask)
+        timed_out = message == TIMEOUT_MESSAGE
+        text = summary if summary is not None else fallback_text(message, plan)
         self._session.append(summary_entry(plan, text, self._display(archive), timed_out))
-        if reply is None or not reply.content.strip():
-            yield CompactionEvent("timed_out" if timed_out else "failed", text, details)
+        if summary is None:
+            yield CompactionEvent("timed_out" if timed_out else "failed", message, details)
         else:
             yield CompactionEvent(
                 "done",
@@ -119,7 +125,51 @@ class Compactor:
             )
         return True
 
-    def _write_archive(self, records: Sequence[LogRecord]) -> Path:
+    def _summarize(
+        self, plan: CompactionPlan, summary_request: SummaryRequest, ask: SideCall
+    ) -> Generator[AgentEvent, None, tuple[str | None, str]]:
+        """The new summary, or ``None`` and the line saying why there is none.
+
+        The request is the whole current history with the instruction; when that would
+        not fit the window, the history up to the last record leaving the view (still a
+        prefix of the cached request, and all the summary needs).
+        """
+        instruction = summary_instruction(plan, summary_tokens(self._config.context_window))
+        request = summary_request(instruction, None)
+        if self._size(request.chunks) > self._config.context_window:
+            leaving = {r.index for r in (*plan.absorbed, *plan.removed)}
+            live = self._session.live
+            upto = 1 + max(k for k, r in enumerate(live) if r.index in leaving)
+            request = summary_request(instruction, upto)
+        if self._size(request.chunks) > self._config.context_window:
+            return None, FAILED_MESSAGE.format(reason=TOO_LARGE)
+        try:
+            reply = yield from ask(request, self._config.summary_timeout_s)
+        except ProviderError as exc:
+            return None, FAILED_MESSAGE.format(reason=str(exc).splitlines()[0])
+        if reply is None:
+            return None, TIMEOUT_MESSAGE
+        if not reply.content.strip():
+            return None, FAILED_MESSAGE.format(reason="the model returned no text")
+        return normalize_summary(reply.content, plan), ""
+
+    def _plan(self, fixed_tokens: int) -> CompactionPlan | None:
+        live = self._session.live
+        absorbed = sum(self._size(r.chunks) for r in live if isinstance(r.entry, SummaryEntry))
+        return plan_compaction(
+            live,
+            self._config.keep_rounds,
+            self._config.context_window,
+            keep_room(self._config, fixed_tokens, absorbed),
+            lambda record: self._size(record.chunks),
+        )
+
+    def _write_archive(self, plan: CompactionPlan) -> Path:
+        # what leaves the live view, in its order there (absorbed summaries first), as the
+        # log recorded it (a pruned result's original, not its stub)
+        leaving = {r.index for r in (*plan.absorbed, *plan.removed)}
+        log = self._session.records
+        records = [log[r.index] for r in self._session.live if r.index in leaving]
         number = 1 + sum(1 for r in self._session.records if isinstance(r.entry, SummaryEntry))
         folder = self._session.layout.archive
         folder.mkdir(parents=True, exist_ok=True)

@@ -182,7 +182,9 @@ class Agent:
             injectors=injectors,
         )
         display = self.tool_context.workspace.display
-        self.compactor = Compactor(self.session, self.config, display)
+        self.compactor = Compactor(
+            self.session, self.config, display, lambda chunks: self._scaled(_bpe_of(chunks))
+        )
         self.pruner = Pruner(self.session, self.config, display)
         self.last_input_tokens = 0
         # provider tokens per BPE token of the last main request: estimates of the next
@@ -292,8 +294,9 @@ class Agent:
         close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
         message = valid_text(message)
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
-        if self.compactor.needed(self.last_input_tokens + self._scaled(count_tokens(text))):
-            yield from self._compact(LiveContext(tail=self._tail()))
+        incoming = self._scaled(count_tokens(text))
+        if self.compactor.needed(self.last_input_tokens + incoming):
+            yield from self._compact(LiveContext(tail=self._tail()), incoming)
         round_start = self.session.append(UserEntry(text=text)).index
         yield from self._apply(self.harness.start_turn(text))
         live: dict[int, FullObservation] = {}
@@ -404,8 +407,12 @@ class Agent:
             extra=({"role": "user", "content": rebooting},),
         )
 
-    def _compact(self, context: LiveContext) -> Generator[AgentEvent, None, bool]:
-        def summary_request(instruction: str) -> Request:
+    def _compact(
+        self, context: LiveContext, incoming: int = 0
+    ) -> Generator[AgentEvent, None, bool]:
+        """Compact once; ``incoming``: tokens about to be appended (a new user message)."""
+
+        def summary_request(instruction: str, history_records: int | None) -> Request:
             # The current request's cached prefix (tools, L1, L2, history) and the
             # instruction; the live observation and the tail would only be paid uncached.
             return self.builder.build(
@@ -414,9 +421,12 @@ class Agent:
                 purpose="summary",
                 mask=NO_TOOLS,
                 extra=({"role": "user", "content": instruction},),
+                history_records=history_records,
             )
 
-        compacted = yield from self.compactor.run(summary_request, self._ask_side)
+        records = sum(self._scaled(_bpe_of(r.chunks)) for r in self.session.live)
+        fixed = self._estimate(self.builder.build(self.session, context)) - records + incoming
+        compacted = yield from self.compactor.run(summary_request, self._ask_side, fixed)
         if compacted:
             after = self._estimate(self.builder.build(self.session, context))
             self.last_input_tokens = after
@@ -592,7 +602,11 @@ class Agent:
 
 def _bpe(request: Request) -> int:
     """BPE tokens of a request's text (each chunk counted once per process)."""
-    return sum(count_tokens(chunk) for chunk in request.chunks)
+    return _bpe_of(request.chunks)
+
+
+def _bpe_of(chunks: Sequence[str]) -> int:
+    return sum(count_tokens(chunk) for chunk in chunks)
 
 
 _CANCELLED = "the turn was stopped (cancelled) before its next step"

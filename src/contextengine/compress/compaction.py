@@ -7,16 +7,26 @@ newest ``keep_rounds`` rounds stay whole. With no more rounds than that (a codin
 often one round of 50-150 steps), the cut falls between whole step groups (an assistant
 reply with all its tool results, never split): the oldest steps are archived, the newest
 steps that fit ``IN_ROUND_KEEP_SHARE`` of the window stay, and every user message stays in
-view. Summaries are never archived again.
+view.
+
+The kept part never exceeds the room the caller gives (``keep_tokens``: what the window
+leaves below the trigger after the fixed prefix and the new summary), so a compaction
+always makes room: fewer rounds are kept when the newest ``keep_rounds`` would not fit,
+and a cut between step groups is made when not even the newest round fits.
+
+A summary is not re-summarized: the new one absorbs every earlier summary in view (a
+rolling summary), which leaves the live view with it, so one summary at most is in view
+and the request stays bounded for any number of rounds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from contextengine.config import Config
+from contextengine.context.tokens import count_tokens
 from contextengine.session.entries import AssistantEntry, SummaryEntry, UserEntry
 from contextengine.session.log import LogRecord
 
@@ -25,6 +35,10 @@ TIMEOUT_MESSAGE = "Summary generation timed out, keeping recent history only."
 # Inside one long round, the newest step groups kept verbatim may fill this share of the
 # window (estimated); the rest of the round before them is archived.
 IN_ROUND_KEEP_SHARE = 0.3
+# Room set aside for the new summary: this share of the window, at most SUMMARY_MAX_TOKENS;
+# the summary instruction asks the model to stay within it.
+SUMMARY_SHARE = 0.1
+SUMMARY_MAX_TOKENS = 2_000
 
 SUMMARY_TEMPLATE = """\
 ## 📌 Archived Session Summary
@@ -56,22 +70,37 @@ summary of the ARCHIVED part only: everything from the start of the history up t
 including the message that begins «{last_removed}». Later messages stay in context \
 verbatim, so do not summarize them, and do not describe the current task progress (it is \
 kept separately). Keep exact names: file paths, function names, commands, error messages \
-and decisions the work depends on. Do not call tools.
+and decisions the work depends on. Stay under {limit} tokens. Do not call tools.{absorb}
 
 Answer with exactly this template, every bracket filled ('none' where nothing applies):
 
 {template}"""
 
+ABSORB_PROMPT = """
+
+The earlier Archived Session Summary above is replaced by yours: carry over everything in \
+it that still matters (the goal, milestones, decisions, file state) and merge in the newly \
+archived messages, so that nothing it records is lost."""
+
+RecordSize = Callable[[LogRecord], int]
+
+
+def record_tokens(record: LogRecord) -> int:
+    """BPE tokens of a record's rendered messages."""
+    return sum(count_tokens(chunk) for chunk in record.chunks)
+
 
 @dataclass(frozen=True)
 class CompactionPlan:
     """Live records ``removed`` (indices ``[first_index, end_index)``) leave the live view;
-    with scope ``steps`` the user messages in that range stay."""
+    with scope ``steps`` the user messages in that range stay. The earlier summaries in
+    view (``absorbed``) leave with them: the new summary carries their content."""
 
     first_index: int
     end_index: int
     removed: tuple[LogRecord, ...]
     scope: Literal["rounds", "steps"]
+    absorbed: tuple[LogRecord, ...] = ()
 
 
 def should_compact(estimate: int, live_messages: int, config: Config) -> bool:
@@ -85,21 +114,58 @@ def should_compact(estimate: int, live_messages: int, config: Config) -> bool:
     return estimate >= config.compaction_trigger * config.context_window
 
 
+def summary_tokens(context_window: int) -> int:
+    """Tokens set aside for the new summary (the instruction asks to stay within them)."""
+    return min(SUMMARY_MAX_TOKENS, int(SUMMARY_SHARE * context_window))
+
+
+def keep_room(config: Config, fixed_tokens: int, absorbed_tokens: int = 0) -> int:
+    """Tokens the kept records may take so that the request after compaction stays below
+    the trigger: the trigger's share of the window, less the parts that are not records
+    (``fixed_tokens``: L1, L2, tail ...) and the new summary.
+
+    ``absorbed_tokens`` (the earlier summaries) stand in for the new summary when larger.
+    """
+    summary = max(summary_tokens(config.context_window), absorbed_tokens)
+    return int(config.compaction_trigger * config.context_window) - fixed_tokens - summary
+
+
 def plan_compaction(
-    live: Sequence[LogRecord], keep_rounds: int, context_window: int
+    live: Sequence[LogRecord],
+    keep_rounds: int,
+    context_window: int,
+    keep_tokens: int | None = None,
+    size: RecordSize = record_tokens,
 ) -> CompactionPlan | None:
-    """What to archive now, or ``None`` when nothing can go without breaking the rules."""
+    """What to archive now, or ``None`` when nothing can go without breaking the rules.
+
+    The kept records take at most ``keep_tokens`` (measured with ``size``; no limit when
+    ``None``): fewer than ``keep_rounds`` rounds are kept when those would not fit, and
+    when not even the newest round fits, the cut falls between step groups. The newest
+    step group always stays.
+    """
+    absorbed = tuple(r for r in live if isinstance(r.entry, SummaryEntry))
     records = [r for r in live if not isinstance(r.entry, SummaryEntry)]
+    sizes = {r.index: size(r) for r in records}
+    room = keep_tokens if keep_tokens is not None else sum(sizes.values())
     rounds = _rounds(records)
     if len(rounds) > keep_rounds:
-        removed = tuple(r for group in rounds[:-keep_rounds] for r in group)
-        return CompactionPlan(removed[0].index, rounds[-keep_rounds][0].index, removed, "rounds")
+        kept_rounds = keep_rounds
+        while kept_rounds and sum(sizes[r.index] for g in rounds[-kept_rounds:] for r in g) > room:
+            kept_rounds -= 1
+        if kept_rounds:
+            removed = tuple(r for group in rounds[:-kept_rounds] for r in group)
+            end = rounds[-kept_rounds][0].index
+            return CompactionPlan(removed[0].index, end, removed, "rounds", absorbed)
     groups = [group for records in rounds for group in _step_groups(records)]
-    keep_chars = int(IN_ROUND_KEEP_SHARE * context_window * 3)
-    kept, size = 0, 0
+    in_groups = {r.index for group in groups for r in group}
+    # A step cut leaves every user message (and round opening) in view: they take room too.
+    staying = sum(sizes[r.index] for r in records if r.index not in in_groups)
+    keep = min(int(IN_ROUND_KEEP_SHARE * context_window), room - staying)
+    kept, total = 0, 0
     for group in reversed(groups):
-        size += sum(len(c) for r in group for c in r.chunks)
-        if kept and size > keep_chars:
+        total += sum(sizes[r.index] for r in group)
+        if kept and total > keep:
             break
         kept += 1
     if kept >= len(groups):
@@ -108,20 +174,27 @@ def plan_compaction(
     removed = tuple(
         r for r in records if first <= r.index < end and not isinstance(r.entry, UserEntry)
     )
-    return CompactionPlan(first, end, removed, "steps")
+    return CompactionPlan(first, end, removed, "steps", absorbed)
 
 
-def summary_instruction(plan: CompactionPlan) -> str:
-    """The user message appended to the current request to ask for the summary."""
+def summary_instruction(plan: CompactionPlan, limit_tokens: int) -> str:
+    """The user message appended to the current request to ask for the summary; when
+    earlier summaries are in view, it asks to fold them into the new one."""
     last = plan.removed[-1]
     text = next((str(m.get("content") or "") for m in last.messages if m.get("content")), "")
     snippet = " ".join(text.split())[:80] or f"entry {last.index}"
-    return SUMMARY_PROMPT.format(last_removed=snippet, template=fill_template(plan))
+    return SUMMARY_PROMPT.format(
+        last_removed=snippet,
+        limit=limit_tokens,
+        absorb=ABSORB_PROMPT if plan.absorbed else "",
+        template=fill_template(plan),
+    )
 
 
 def fill_template(plan: CompactionPlan) -> str:
-    """The fixed template with the archived span's start and cutoff times filled in."""
-    start = plan.removed[0].ts or f"entry {plan.first_index}"
+    """The fixed template with the archived span's start and cutoff times filled in (from
+    the session start when it absorbs earlier summaries)."""
+    start = _span_start(plan)
     cutoff = plan.removed[-1].ts or f"entry {plan.removed[-1].index}"
     return SUMMARY_TEMPLATE.format(start=start, cutoff=cutoff)
 
@@ -135,6 +208,13 @@ def normalize_summary(answer: str, plan: CompactionPlan) -> str:
     return f"{head}\n\n{body}"
 
 
+def fallback_text(message: str, plan: CompactionPlan) -> str:
+    """A failed compaction's summary text: the failure line, then what the absorbed
+    summaries said (their content stays in view; earlier failure lines are dropped)."""
+    carried = [_carried(r.entry) for r in plan.absorbed if isinstance(r.entry, SummaryEntry)]
+    return "\n\n".join([message, *(c for c in carried if c)])
+
+
 def summary_entry(
     plan: CompactionPlan, text: str, archive: str, timed_out: bool = False
 ) -> SummaryEntry:
@@ -146,7 +226,23 @@ def summary_entry(
         end_index=plan.end_index,
         scope=plan.scope,
         timed_out=timed_out,
+        absorbs=tuple(r.index for r in plan.absorbed),
     )
+
+
+def _carried(entry: SummaryEntry) -> str:
+    """The summary content an entry holds: a model's summary starts with the heading; a
+    failed compaction's text is its failure line, then the content it carried."""
+    if entry.text.startswith(SUMMARY_HEADING):
+        return entry.text
+    return entry.text.partition("\n\n")[2]
+
+
+def _span_start(plan: CompactionPlan) -> str:
+    # an absorbed summary already covers everything before this plan's range
+    if plan.absorbed:
+        return "the session start"
+    return plan.removed[0].ts or f"entry {plan.first_index}"
 
 
 def _rounds(records: Sequence[LogRecord]) -> list[list[LogRecord]]:

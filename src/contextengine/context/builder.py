@@ -105,13 +105,20 @@ class ContextBuilder:
         purpose: Purpose = "main",
         mask: ToolMask | None = None,
         extra: Sequence[Message] = (),
+        history_records: int | None = None,
     ) -> Request:
-        """Build the request for ``session`` now."""
+        """Build the request for ``session`` now.
+
+        ``history_records``: show only the first that many live records (a side call that
+        needs only the older part; the request is still a prefix of the full one).
+        """
         hist = self._history(session)
         mode = self._config.effective_history_mode
         cut = hist.count
         live_msgs: list[Message] = []
-        if mode == "round_scratchpad" and live.round_start is not None:
+        if history_records is not None:
+            cut = hist.position_of_record(history_records)
+        elif mode == "round_scratchpad" and live.round_start is not None:
             cut = hist.position_of(live.round_start)
             live_msgs = self._scratchpad(session, hist.records_from(cut), live)
         elif mode == "compressed":
@@ -221,6 +228,12 @@ class _HistoryCache:
         if at == len(self.records):
             return len(self.messages)
         return self._first_message_of[self.records[at].index]
+
+    def position_of_record(self, count: int) -> int:
+        """Message position where the live record at position ``count`` starts."""
+        if count >= len(self.records):
+            return len(self.messages)
+        return self._first_message_of[self.records[count].index]
 
     def records_from(self, position: int) -> list[LogRecord]:
         """Records whose messages start at or after message ``position``."""

@@ -102,9 +102,12 @@ class SummaryEntry(_Entry):
     """A compaction: entries ``[first_index, end_index)`` left the live view for ``archive``.
 
     One entry records the whole compaction (one fsynced line, so a crash leaves either no
-    compaction or a complete one). It renders as the archived-history summary, takes the
-    place of what it archived in the live view, and is never compacted again. With scope
-    ``steps`` (a cut between step groups), user messages in the range stay in view.
+    compaction or a complete one). It renders as the archived-history summary and takes the
+    place of what it archived in the live view. With scope ``steps`` (a cut between step
+    groups), user messages in the range stay in view. A summary is never re-summarized:
+    the summaries at log indices ``absorbs`` (the earlier ones in view) leave the live view
+    for this one, which carries their content (a rolling summary; logs written before it
+    existed have none and keep every summary in view).
     """
 
     kind: Literal["summary"] = "summary"
@@ -114,10 +117,14 @@ class SummaryEntry(_Entry):
     end_index: int
     scope: Literal["rounds", "steps"] = "rounds"
     timed_out: bool = False
+    absorbs: tuple[int, ...] = ()
 
-    def archives(self, entry: Entry) -> bool:
-        """Whether this compaction takes ``entry`` (in its range) out of the live view."""
+    def archives(self, record_index: int, entry: Entry) -> bool:
+        """Whether this compaction takes the record (``record_index``, ``entry``) out of
+        the live view."""
         if isinstance(entry, SummaryEntry):
+            return record_index in self.absorbs
+        if not self.first_index <= record_index < self.end_index:
             return False
         return not (self.scope == "steps" and isinstance(entry, UserEntry))
 

@@ -21,8 +21,8 @@ class Session:
     """The record of one session. ``append`` is the only mutation; entries are frozen.
 
     ``live`` is the part of the record that requests show: every record, except those a
-    summary (a compaction) archived; the summary stands where they stood. Earlier summaries
-    are never archived again. A pruning shows the tool results it names as its stubs, in
+    summary (a compaction) archived; the summary stands where they stood, in place of the
+    earlier summaries it absorbs (a rolling summary: at most one is in view). A pruning shows the tool results it names as its stubs, in
     their places. Neither rewrites the log.
     """
 
@@ -146,11 +146,7 @@ class Session:
         if not isinstance(entry, SummaryEntry):
             self._live.append(record)
             return
-        kept = [
-            r
-            for r in self._live
-            if not (entry.first_index <= r.index < entry.end_index and entry.archives(r.entry))
-        ]
+        kept = [r for r in self._live if not entry.archives(r.index, r.entry)]
         at = next(
             (
                 k
