@@ -135,28 +135,27 @@ def test_wire_tools_are_the_same_bytes_in_every_mode(tmp_path: Path, wire: str) 
     assert len(raw) == len(modes)
     assert len({tools_text(body) for body in raw}) == 1
     choices = [json.loads(body)["tool_choice"] for body in raw]
+    code = sorted(
+        n for n in agent.toolset.names if n.startswith(("file_", "shell_", "todo_", "memory_"))
+    )
+    search = sorted(n for n in agent.toolset.names if n.startswith(("web_", "todo_", "memory_")))
+    assert set(code) < set(agent.toolset.names), "the web tools are outside CODE"
     if wire == "openai":
-        search = {
-            "type": "allowed_tools",
-            "allowed_tools": {
-                "mode": "auto",
-                "tools": [
-                    {"type": "function", "function": {"name": n}}
-                    for n in ("memory_finding_add", "memory_plan_update", "todo_write")
-                ],
-            },
-        }
-        # CODE allows every default tool, so it is plain auto, like no mode at all.
-        assert choices == ["auto", search, "none", "auto", "auto"]
+
+        def allowed(names: list[str]) -> dict[str, object]:
+            tools = [{"type": "function", "function": {"name": n}} for n in names]
+            return {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": tools}}
+
+        assert choices == [allowed(code), allowed(search), "none", "auto", "auto"]
     else:
         assert choices == [{"type": t} for t in ("auto", "auto", "none", "auto", "auto")]
         last_turns = [json.loads(body)["messages"][-1] for body in raw]
-        prefill = PREFILL.format(names="memory_finding_add, memory_plan_update, todo_write")
-        assert last_turns[1] == {
-            "role": "assistant",
-            "content": [{"type": "text", "text": prefill}],
-        }
-        assert all(turn["role"] == "user" for k, turn in enumerate(last_turns) if k != 1)
+        for k, names in ((0, code), (1, search)):
+            assert last_turns[k] == {
+                "role": "assistant",
+                "content": [{"type": "text", "text": PREFILL.format(names=", ".join(names))}],
+            }
+        assert all(turn["role"] == "user" for k, turn in enumerate(last_turns) if k > 1)
 
 
 def test_a_finished_plan_lets_a_call_requiring_mask_answer(tmp_path: Path) -> None:
