@@ -95,6 +95,18 @@ def test_serve_runs_the_api_and_the_ui(served: tuple[str, str], tmp_path: Path) 
 
 
 @pytest.mark.slow
+def test_serve_loads_the_token_counter_before_it_prints_its_url(tmp_path: Path) -> None:
+    # Loading the BPE tables costs a second or more of CPU; done during the first turn it
+    # slowed every request served meanwhile (the load test's p99).
+    process, _url, _token = start_serve(tmp_path)
+    try:
+        assert "bpe_openai/_bindings" in Path(f"/proc/{process.pid}/maps").read_text()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.mark.slow
 def test_serve_takes_a_token_and_extra_host_names(tmp_path: Path) -> None:
     process, url, token = start_serve(tmp_path, "--token", "my-token-1", "--allow-host", "box.lan")
     try:
