@@ -30,7 +30,7 @@ from contextengine.server import create_app
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import default_toolset
-from contextengine.tools.workspace import Workspace
+from contextengine.tools.workspace import PathRefused, Workspace
 from contextengine.types import ToolCall
 
 SECRET = "OUTSIDE-SECRET-7f3a"
@@ -175,7 +175,9 @@ READ_VECTORS: list[tuple[str, Plant, str | Callable[[Box], str], set[str]]] = [
     ("fifo", fifo, "fifo", {"special_file", "not_a_directory"}),
     ("socket", unix_socket, "sock", {"special_file", "not_a_directory"}),
     ("nul-byte", nothing, "sub/inside.txt\0../../outside/secret.txt", {"invalid_path"}),
-    ("lone-surrogate", nothing, "sub/\ud800", {"invalid_path"}),
+    # The JSON arguments arrive with the lone surrogate as U+FFFD (untrusted.parse_json),
+    # so the tool looks for "sub/\ufffd"; see test_a_lone_surrogate_reaches_a_tool_as_u_fffd.
+    ("lone-surrogate", nothing, "sub/\ud800", {"not_found"}),
     ("long-path", nothing, "a/" * 3000, {"invalid_path"}),
     ("long-name", nothing, "x" * 300, {"invalid_path"}),
     ("session-log", nothing, session_path("session.jsonl"), {"reserved_path"}),
@@ -221,6 +223,25 @@ def test_read_family_refuses_hostile_paths(
     if tool == "file_read":
         assert outcome.error.code in codes, outcome.error
     assert_nothing_escaped(box, before, outcome)
+
+
+def test_a_lone_surrogate_reaches_a_tool_as_u_fffd(box: Box) -> None:
+    # The same path the session records for the call (agent/replies.py), so the model's
+    # history and what the tool did agree; the tool sees only valid text.
+    missing = run_tool(box, "file_read", path="sub/\ud800")
+    assert missing.error is not None and missing.error.code == "not_found"
+    assert "sub/\ufffd" in missing.text
+    written = run_tool(box, "file_write", path="sub/\udfff.txt", content="replaced\n")
+    assert written.status == "success", written.text
+    assert (box.ws / "sub" / "\ufffd.txt").read_text() == "replaced\n"
+    assert "replaced" in run_tool(box, "file_read", path="sub/\ud800.txt").text
+
+
+def test_a_lone_surrogate_given_to_the_workspace_directly_is_an_invalid_path(box: Box) -> None:
+    # A caller that bypasses the JSON arguments still cannot hand the OS an unencodable name.
+    with pytest.raises(PathRefused) as refused:
+        Workspace(box.ws).resolve("sub/\ud800")
+    assert refused.value.code == "invalid_path"
 
 
 WRITE_VECTORS: list[tuple[str, Plant, str | Callable[[Box], str], set[str]]] = [
@@ -445,9 +466,10 @@ def test_code_law_reads_only_a_regular_file_inside_the_project(
 
 @pytest.fixture
 def served(box: Box) -> Iterator[tuple[TestClient, str, Path]]:
-    """A test client, a session id and that session's folder."""
+    """A client with the API token (on an allowed host), a session id and its folder."""
     app = create_app(box.ws, lambda: ScriptedProvider([{"content": "ok"}]), Config())
-    with TestClient(app) as client:
+    auth = {"Authorization": f"Bearer {app.state.token}"}
+    with TestClient(app, base_url="http://127.0.0.1", headers=auth) as client:
         sid = client.post("/api/sessions").json()["id"]
         folder = app.state.store.directory(sid)
         (folder / "artifacts").mkdir(exist_ok=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import queue
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -94,6 +95,18 @@ def test_serve_runs_the_api_and_the_ui(served: tuple[str, str], tmp_path: Path) 
 
 
 @pytest.mark.slow
+def test_serve_loads_the_token_counter_before_it_prints_its_url(tmp_path: Path) -> None:
+    # Loading the BPE tables costs a second or more of CPU; done during the first turn it
+    # slowed every request served meanwhile (the load test's p99).
+    process, _url, _token = start_serve(tmp_path)
+    try:
+        assert "bpe_openai/_bindings" in Path(f"/proc/{process.pid}/maps").read_text()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.mark.slow
 def test_serve_takes_a_token_and_extra_host_names(tmp_path: Path) -> None:
     process, url, token = start_serve(tmp_path, "--token", "my-token-1", "--allow-host", "box.lan")
     try:
@@ -110,18 +123,46 @@ def test_serve_takes_a_token_and_extra_host_names(tmp_path: Path) -> None:
         process.wait(timeout=10)
 
 
-@pytest.mark.slow
-def test_serve_on_a_port_it_cannot_use_fails_in_one_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [*CLI, "serve", "--port", "99999", "--workspace", str(tmp_path), "-p", "ollama", "-m", "m"],
+def _serve_on(tmp_path: Path, port: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            *CLI,
+            "serve",
+            "--port",
+            str(port),
+            "--workspace",
+            str(tmp_path),
+            "-p",
+            "ollama",
+            "-m",
+            "m",
+        ],
         capture_output=True,
         text=True,
         env=_env(),
         timeout=60,
     )
+
+
+@pytest.mark.slow
+def test_serve_on_a_port_it_cannot_use_fails_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _serve_on(tmp_path, port)
     assert done.returncode == 2
-    assert done.stderr.startswith("contextengine: error: cannot listen on 127.0.0.1:99999")
-    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"contextengine: error: cannot listen on 127.0.0.1:{port}: ")
+    assert done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.slow
+def test_serve_on_a_port_out_of_range_fails_in_one_line(tmp_path: Path) -> None:
+    done = _serve_on(tmp_path, 99999)
+    assert done.returncode == 2
+    assert done.stderr.startswith("contextengine: error: Invalid value for '--port'")
+    assert "65535" in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
 
 
 @pytest.mark.slow

@@ -5,15 +5,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import httpx
-
 from .live import LiveServer, scripted_app
 
 
 def test_a_folder_without_a_log_is_not_listed(workspace: Path) -> None:
     with (
         LiveServer(scripted_app(workspace)) as server,
-        httpx.Client(base_url=server.url, timeout=30) as client,
+        server.client() as client,
     ):
         sid = client.post("/api/sessions").json()["id"]
         folder = next(workspace.rglob("session.jsonl")).parent

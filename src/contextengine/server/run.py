@@ -9,6 +9,7 @@ from pathlib import Path
 import uvicorn
 from fastapi import FastAPI
 
+from contextengine.context.tokens import shared_counter
 from contextengine.errors import ContextEngineError
 from contextengine.server.guard import WILDCARD_HOSTS
 
@@ -27,6 +28,9 @@ def run_server(app: FastAPI, host: str, port: int, workspace: Path) -> None:
     except (OSError, OverflowError) as exc:
         sock.close()
         raise ContextEngineError(f"cannot listen on {host}:{port}: {exc}") from None
+    # Every turn counts tokens; loading the BPE tables takes a second or more of CPU, which
+    # the first turn would otherwise take from every request served meanwhile.
+    shared_counter()
     bound = sock.getsockname()[1]
     shown = "127.0.0.1" if host in WILDCARD_HOSTS else host
     shown = f"[{shown}]" if ":" in shown else shown
