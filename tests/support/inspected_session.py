@@ -50,7 +50,7 @@ def record_session(workspace: Path) -> tuple[Path, list[Request]]:
             return {"content": f"{SUMMARY_HEADING}\n\nThe user ran printf rounds."}
         return next(replies)
 
-    config = Config(context_window=9000, keep_rounds=2, sandbox=False)
+    config = Config(context_window=6000, keep_rounds=2, sandbox=False)
     provider = ScriptedProvider(respond)
     agent = Agent(provider, workspace, config)
     for r in range(ROUNDS):

@@ -15,6 +15,9 @@ from contextengine.errors import ContextEngineError
 
 ENCODING = "o200k_base"
 CHARS_PER_TOKEN = 3
+# Texts whose counts a counter keeps; past it the oldest half is forgotten, so a server
+# that runs for weeks keeps a bounded cache while a session's repeated chunks stay counted.
+MAX_CACHED_TEXTS = 50_000
 
 
 class TokenCounter:
@@ -29,6 +32,9 @@ class TokenCounter:
         """Tokens of ``text`` (special-token strings count as plain text)."""
         found = self._cache.get(text)
         if found is None:
+            if len(self._cache) >= MAX_CACHED_TEXTS:
+                for old in list(self._cache)[: MAX_CACHED_TEXTS // 2]:
+                    del self._cache[old]
             found = self._cache[text] = len(self._encoder.encode_ordinary(text)) if text else 0
         return found
 
