@@ -6,7 +6,7 @@ stubs ``S`` tokens smaller makes this request write its suffix again instead of 
 an extra ``(P - p - S) * write - (P - p) * read``, and makes every later request read ``S``
 fewer tokens, a saving of ``S * read`` each. The later steps are not known; the policy
 expects as many more as ``prune_horizon`` times the steps so far (a run that has gone on
-for long tends to go on), and prunes when the batch pays back its rewrite well within that
+for long tends to go on), and prunes when the batch pays back its rewrite within that
 horizon. It chooses where the batch starts (the oldest candidate, or a later one) for the
 largest expected net saving, so one rewrite carries as much as it can.
 
