@@ -18,3 +18,8 @@ def test_the_cache_stays_bounded_and_counts_stay_right(monkeypatch) -> None:
     for k in range(100):
         assert counter.count(f"text number {k}") == counter.count_uncached(f"text number {k}")
     assert len(counter._cache) <= 10
+
+
+def test_a_text_over_the_encoders_limit_is_counted_in_pieces() -> None:
+    huge = "[" * 300_000 + "é" * 100_000
+    assert TokenCounter().count(huge) > 0

@@ -179,8 +179,8 @@ def test_compaction_progress_and_archived_history_in_the_browser(
 
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    # tight, yet with room for the summary request (the tools alone take ~3.5k tokens)
-    tight = Config(context_window=8000, keep_rounds=1)
+    # tight, yet with room for the summary request (the tools take about 1k tokens)
+    tight = Config(context_window=6000, keep_rounds=1)
     with LiveServer(scripted_app(workspace, model, tight)) as server:
         browser.get(f"{server.url}/?token={server.token}")
         wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "the UI")

@@ -18,6 +18,10 @@ CHARS_PER_TOKEN = 3
 # Texts whose counts a counter keeps; past it the oldest half is forgotten, so a server
 # that runs for weeks keeps a bounded cache while a session's repeated chunks stay counted.
 MAX_CACHED_TEXTS = 50_000
+# The encoder refuses inputs over 200,000 tokens; a character is at most 4 tokens, so
+# longer texts are counted in pieces of this many characters (a few tokens may differ at
+# the seams, which no decision here can notice).
+PIECE_CHARS = 50_000
 
 
 class TokenCounter:
@@ -35,12 +39,13 @@ class TokenCounter:
             if len(self._cache) >= MAX_CACHED_TEXTS:
                 for old in list(self._cache)[: MAX_CACHED_TEXTS // 2]:
                     del self._cache[old]
-            found = self._cache[text] = len(self._encoder.encode_ordinary(text)) if text else 0
+            found = self._cache[text] = self.count_uncached(text)
         return found
 
     def count_uncached(self, text: str) -> int:
         """Tokens of a text unlikely to repeat (a prefix cut mid-chunk); not cached."""
-        return len(self._encoder.encode_ordinary(text)) if text else 0
+        encode = self._encoder.encode_ordinary
+        return sum(len(encode(text[k : k + PIECE_CHARS])) for k in range(0, len(text), PIECE_CHARS))
 
 
 @cache
