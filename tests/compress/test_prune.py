@@ -150,3 +150,8 @@ def test_pruning_is_append_only_and_reversible(tmp_path_factory, sizes):
     assert sum(len(c) for r in session.live for c in r.chunks) < sum(
         len(c) for r in session.records[: len(log_before)] for c in r.chunks
     )
+
+
+def test_free_cache_reads_never_pay_for_a_rewrite(tmp_path):
+    session = session_with_steps(tmp_path / "s", [120] * 30)
+    assert pruner(session, cache_read_price=0.0).decide() is None

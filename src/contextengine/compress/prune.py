@@ -44,7 +44,6 @@ class PruneDecision:
 
     records: tuple[LogRecord, ...]
     saved_tokens: int
-    rewrite_cost: float
     payback_steps: float
 
 
@@ -73,6 +72,8 @@ class Pruner:
             return None
         config = self._config
         read, write = config.cache_read_price, config.cache_write_price
+        if read <= 0:
+            return None  # free cache reads: a smaller prefix saves nothing
         horizon = config.prune_horizon * _steps(self._session.records)
         best: PruneDecision | None = None
         best_value = 0.0
@@ -87,7 +88,7 @@ class Pruner:
             if value > best_value:
                 best_value = value
                 records = tuple(c.record for c in candidates[k:])
-                best = PruneDecision(records, saved, extra, max(extra, 0.0) / (saved * read))
+                best = PruneDecision(records, saved, max(extra, 0.0) / (saved * read))
         return best
 
     def prune(self, decision: PruneDecision) -> PruneEntry:
