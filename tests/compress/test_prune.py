@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextengine import Config
+from contextengine.compress.externalize import Externalizer
 from contextengine.compress.prune import Pruner
 from contextengine.context.builder import ContextBuilder
 from contextengine.context.monitor import PrefixMonitor
@@ -47,7 +48,8 @@ def session_with_steps(
 
 
 def pruner(session: Session, **settings_: object) -> Pruner:
-    return Pruner(session, Config().with_flags(**settings_), lambda p: str(p))
+    externalizer = Externalizer(session.layout.artifacts, str)
+    return Pruner(session, Config().with_flags(**settings_), externalizer)
 
 
 def stubs(session: Session) -> dict[int, ToolResultEntry]:

@@ -10,7 +10,6 @@ next time) or a complete one.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from contextengine.compress.compaction import (
 from contextengine.config import Config
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
+from contextengine.session.durable import write_replacing
 from contextengine.session.entries import SummaryEntry
 from contextengine.session.session import Session
 from contextengine.types import ModelReply
@@ -174,10 +174,5 @@ class Compactor:
         folder = self._session.layout.archive
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"compaction-{number:04d}.jsonl"
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.writelines(r.to_json() + "\n" for r in records)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        write_replacing(path, "".join(r.to_json() + "\n" for r in records).encode("utf-8"))
         return path

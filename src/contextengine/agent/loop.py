@@ -185,7 +185,7 @@ class Agent:
         self.compactor = Compactor(
             self.session, self.config, display, lambda chunks: self._scaled(_bpe_of(chunks))
         )
-        self.pruner = Pruner(self.session, self.config, display)
+        self.pruner = Pruner(self.session, self.config, self.externalizer)
         self.last_input_tokens = 0
         # provider tokens per BPE token of the last main request: estimates of the next
         # request are BPE counts in the provider's units

@@ -9,9 +9,7 @@ nothing compressed is ever unrecoverable.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -20,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from contextengine.context.canonical import canonical_json
 from contextengine.errors import ContextEngineError
+from contextengine.session.durable import write_replacing
 from contextengine.tools.base import ObservationKind
 
 REF_TYPE = "compressed_ref"
@@ -113,7 +112,11 @@ class Externalizer:
 
     def display_path(self, name_hint: str) -> str:
         """The path of ``name_hint``'s artifact as the model addresses it (and refs name it)."""
-        return self._display(self.path_for(name_hint))
+        return self.display(self.path_for(name_hint))
+
+    def display(self, path: Path) -> str:
+        """A path as the model addresses it."""
+        return self._display(path)
 
     def session_relative(self, path: Path) -> str:
         """An artifact's path relative to the session folder (``artifacts/<name>``)."""
@@ -130,9 +133,7 @@ class Externalizer:
         query: str | None = None,
     ) -> CompressedRef:
         """Write ``text`` exactly (atomically) and return the ref that recovers it."""
-        target = self.path_for(name_hint)
-        self.artifacts_dir.mkdir(parents=True, exist_ok=True)
-        _write_atomic(target, text.encode("utf-8"))
+        self.save(name_hint, text)
         return CompressedRef(
             type=kind,
             path=self.display_path(name_hint),
@@ -143,6 +144,13 @@ class Externalizer:
             original_length=len(text),
             recoverable=True,
         )
+
+    def save(self, name_hint: str, text: str) -> Path:
+        """Write ``text`` exactly, whole or not at all, as ``name_hint``'s artifact."""
+        target = self.path_for(name_hint)
+        self.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        write_replacing(target, text.encode("utf-8"))
+        return target
 
     def recover(self, ref: CompressedRef) -> str:
         """The original text of ``ref``, byte for byte; ``UnrecoverableRef`` if impossible."""
@@ -164,16 +172,3 @@ class Externalizer:
                 f"{ref.original_length}; it was changed after it was stored"
             )
         return text
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

@@ -60,7 +60,7 @@ class ObservationProcessor:
     ) -> ProcessedObservation:
         """Compress, externalize and save what needs saving for entry ``entry_index``."""
         full = outcome.text
-        name = f"obs-{entry_index:06d}-{tool_name}"
+        name = artifact_name(entry_index, tool_name)
         kind = observation_kind(tool_name, arguments, outcome)
         externalized = self._externalize and over_threshold(full, kind)
         ref: CompressedRef | None = None
@@ -127,6 +127,11 @@ class ObservationProcessor:
             url=_str_arg(arguments, "url") if kind == "webpage" else None,
             query=_str_arg(arguments, "query") if kind == "db" else None,
         )
+
+
+def artifact_name(entry_index: int, tool_name: str) -> str:
+    """The artifact name hint of the tool result recorded as entry ``entry_index``."""
+    return f"obs-{entry_index:06d}-{tool_name}"
 
 
 def observation_kind(

@@ -16,12 +16,12 @@ result held that nothing else in view holds, so what was pruned stays findable.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextengine.compress.observation import names_in
+from contextengine.compress.externalize import Externalizer
+from contextengine.compress.observation import artifact_name, names_in
 from contextengine.config import Config
 from contextengine.context.tokens import count_tokens
 from contextengine.session.entries import (
@@ -57,10 +57,10 @@ class _Candidate:
 class Pruner:
     """Decides, for one session, when old tool results turn into stubs, and does it."""
 
-    def __init__(self, session: Session, config: Config, display: Callable[[Path], str]) -> None:
+    def __init__(self, session: Session, config: Config, externalizer: Externalizer) -> None:
         self._session = session
         self._config = config
-        self._display = display
+        self._externalizer = externalizer
 
     def decide(self) -> PruneDecision | None:
         """The batch worth pruning now, or ``None`` when no batch pays for its rewrite."""
@@ -105,7 +105,7 @@ class Pruner:
         for record in decision.records:
             entry = record.entry
             assert isinstance(entry, ToolResultEntry)
-            path = self._saved_copy(record.index, entry)
+            saved = self._saved_copy(record.index, entry)
             names = [n for n in names_in(entry.content) if n not in kept_text and n not in listed]
             listed.update(names)
             results.append(
@@ -113,8 +113,8 @@ class Pruner:
                     index=record.index,
                     call_id=entry.call_id,
                     tool_name=entry.tool_name,
-                    content=stub_text(len(entry.content), self._display(path), names),
-                    full_ref=self._session_relative(path),
+                    content=stub_text(len(entry.content), self._externalizer.display(saved), names),
+                    full_ref=self._externalizer.session_relative(saved),
                 )
             )
         prune = PruneEntry(results=tuple(results))
@@ -142,21 +142,9 @@ class Pruner:
 
     def _saved_copy(self, index: int, entry: ToolResultEntry) -> Path:
         """The artifact holding what the result showed; written now if it has none."""
-        layout = self._session.layout
         if entry.full_ref is not None:
-            return layout.directory / entry.full_ref
-        path = layout.artifacts / f"obs-{index:06d}-{_safe(entry.tool_name)}.txt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(entry.content)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        return path
-
-    def _session_relative(self, path: Path) -> str:
-        return path.relative_to(self._session.layout.directory).as_posix()
+            return self._session.layout.directory / entry.full_ref
+        return self._externalizer.save(artifact_name(index, entry.tool_name), entry.content)
 
 
 def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
@@ -182,7 +170,3 @@ def _prunable(record: LogRecord, log: Sequence[LogRecord]) -> bool:
 
 def _steps(records: Sequence[LogRecord]) -> int:
     return sum(1 for r in records if isinstance(r.entry, AssistantEntry))
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "-" for c in name)[:60]
