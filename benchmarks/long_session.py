@@ -25,7 +25,8 @@ from contextengine.context.tokens import count_tokens
 MODULES = 20
 
 
-def _script(rounds: int) -> Iterator[dict]:
+def round_script(rounds: int) -> Iterator[dict]:
+    """Each round reads a module, greps the tree and writes a note, then answers."""
     for r in range(rounds):
         m = r % MODULES
         yield {
@@ -65,7 +66,7 @@ def run(rounds: int, window: int, base: Path) -> dict[str, int]:
         (workspace / "src" / f"m{n}.py").write_text(
             "".join(f"def f{n}_{k}(x):\n    return x + {k}\n" for k in range(30))
         )
-    script = _script(rounds)
+    script = round_script(rounds)
 
     def respond(request):
         return {"content": SUMMARY} if request.purpose == "summary" else next(script)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import tempfile
@@ -64,31 +65,18 @@ def _plan_call() -> dict:
 
 
 def _rounds_script():
-    """Each round reads a module, greps the tree and writes a note, then answers."""
+    """The plan, then the long-session benchmark's rounds (read, grep, write a note)."""
     yield _plan_call()
-    for r in range(ROUNDS):
-        m = r % 20
-        yield {
-            "content": f"Reading module {m}.",
-            "tool_calls": [{"name": "file_read", "arguments": {"path": f"src/m{m}.py"}}],
-        }
-        yield {
-            "content": f"Looking for callers of f{m}_3.",
-            "tool_calls": [{"name": "file_grep", "arguments": {"pattern": f"f{m}_3"}}],
-        }
-        yield {
-            "content": "Writing the note.",
-            "tool_calls": [
-                {
-                    "name": "file_write",
-                    "arguments": {
-                        "path": f"notes/m{m}.md",
-                        "content": f"Module {m} (round {r}): thirty small functions.\n" * 6,
-                    },
-                }
-            ],
-        }
-        yield {"content": f"Round {r}: module {m} has thirty functions; the note is written."}
+    yield from _long_session().round_script(ROUNDS)
+
+
+def _long_session():
+    """``benchmarks/long_session.py`` as a module: the test drives the rounds it measures."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "long_session.py"
+    spec = importlib.util.spec_from_file_location("long_session_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _rolling_answer(request) -> dict:
