@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +12,9 @@ from contextengine import Config
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.prune import Pruner
 from contextengine.context.builder import ContextBuilder
+from contextengine.context.canonical import canonical_json
 from contextengine.context.monitor import PrefixMonitor
+from contextengine.context.render import RenderStyle
 from contextengine.session.entries import (
     AssistantEntry,
     PruneEntry,
@@ -45,6 +48,37 @@ def session_with_steps(
             )
         )
     return session
+
+
+def session_with_writes(
+    folder: Path, count: int, *, failing: frozenset[int] = frozenset(), protocol: str = "native"
+) -> Session:
+    """A session of ``count`` file writes, each call carrying a long ``content`` argument."""
+    session = Session.create(
+        folder, session_id="prune-calls", durable=False, style=RenderStyle(protocol)
+    )
+    session.append(UserEntry(text="Write every module."))
+    for k in range(count):
+        arguments = canonical_json({"path": f"m{k}.py", "content": output(k, 60)})
+        call = ToolCallRecord(id=f"w{k}", name="file_write", arguments_json=arguments)
+        session.append(AssistantEntry(text=f"Writing m{k}.py.", tool_calls=(call,)))
+        session.append(
+            ToolResultEntry(
+                call_id=f"w{k}",
+                tool_name="file_write",
+                status="error" if k in failing else "success",
+                content=f"wrote m{k}.py" if k not in failing else "disk full",
+            )
+        )
+    return session
+
+
+def stubbed_calls(session: Session) -> dict[int, AssistantEntry]:
+    return {
+        r.index: r.entry
+        for r in session.live
+        if isinstance(r.entry, AssistantEntry) and session.records[r.index] is not r
+    }
 
 
 def pruner(session: Session, **settings_: object) -> Pruner:
@@ -157,3 +191,68 @@ def test_pruning_is_append_only_and_reversible(tmp_path_factory, sizes):
 def test_free_cache_reads_never_pay_for_a_rewrite(tmp_path):
     session = session_with_steps(tmp_path / "s", [120] * 30)
     assert pruner(session, cache_read_price=0.0).decide() is None
+
+
+def test_old_call_arguments_become_stubs_and_the_call_keeps_its_shape(tmp_path):
+    session = session_with_writes(tmp_path / "s", 30)
+    p = pruner(session)
+    decision = p.decide()
+    assert decision is not None
+    entry = p.prune(decision)
+    pruned = stubbed_calls(session)
+    assert pruned and set(pruned) == {c.index for c in entry.calls}
+    for index, stub in pruned.items():
+        original = session.records[index].entry
+        assert isinstance(original, AssistantEntry)
+        (before,), (after,) = original.tool_calls, stub.tool_calls
+        assert (after.id, after.name, stub.text) == (before.id, before.name, original.text)
+        old, new = json.loads(before.arguments_json), json.loads(after.arguments_json)
+        assert new["path"] == old["path"], "short arguments stay as they are"
+        assert new["content"].startswith("[pruned: ") and "older argument" in new["content"]
+        (ref,) = next(c.refs for c in entry.calls if c.index == index)
+        assert (session.directory / ref).read_text() == old["content"]
+        k = before.id.removeprefix("w")
+        assert f"helper_{k}_0" in new["content"], "the names it held stay findable"
+
+
+def test_failed_calls_the_newest_calls_and_text_protocol_calls_stay_verbatim(tmp_path):
+    session = session_with_writes(tmp_path / "s", 30, failing=frozenset({2, 3}))
+    p = pruner(session, prune_keep_recent=5)
+    p.prune(p.decide())
+    pruned = stubbed_calls(session)
+    replies = [r for r in session.records if isinstance(r.entry, AssistantEntry)]
+    assert pruned and not {r.index for r in replies[-5:]} & set(pruned)
+    failed = {r.index for r in replies if r.entry.tool_calls[0].id in {"w2", "w3"}}
+    assert not failed & set(pruned)
+    text = session_with_writes(tmp_path / "t", 30, protocol="text")
+    assert pruner(text).decide() is None, "a text-protocol reply is its text: no call to stub"
+
+
+def test_a_reopened_session_shows_the_same_pruned_calls(tmp_path):
+    folder = tmp_path / "s"
+    session = session_with_writes(folder, 30)
+    p = pruner(session)
+    p.prune(p.decide())
+    before = [r.chunks for r in session.live]
+    session.close()
+    assert [r.chunks for r in Session.open(folder).live] == before
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(count=st.integers(min_value=6, max_value=40), keep=st.integers(min_value=0, max_value=6))
+def test_call_pruning_is_append_only_and_reversible(tmp_path_factory, count, keep):
+    folder = tmp_path_factory.mktemp("calls") / "s"
+    session = session_with_writes(folder, count)
+    log_before = [r.to_json() for r in session.records]
+    p = pruner(session, prune_keep_recent=keep)
+    decision = p.decide()
+    if decision is None:
+        return
+    entry = p.prune(decision)
+    assert [r.to_json() for r in session.records[: len(log_before)]] == log_before
+    for call in entry.calls:
+        original = session.records[call.index].entry
+        values = [json.loads(c.arguments_json)["content"] for c in original.tool_calls]
+        assert [(session.directory / ref).read_text() for ref in call.refs] == values

@@ -155,8 +155,9 @@ def content_tokens(trajectory: dict[str, Any]) -> int:
 def recompute(directory: Path, trajectory: dict[str, Any]) -> dict[str, Any]:
     """The figures of `replay --json` (engine), from the dumps and the trajectory."""
     previous: Call | None = None
+    side_writes: list[Call] = []  # side calls since the last main: what they wrote is cached
     sums = dict.fromkeys(("input", "cached", "write", "output", "prefix", "ideal", "main_input"), 0)
-    cost = 0.0
+    cost = input_cost = 0.0
     breaks = 0
     recalls = []
     refs = references(trajectory)
@@ -170,6 +171,8 @@ def recompute(directory: Path, trajectory: dict[str, Any]) -> dict[str, Any]:
             if kind == "main" and chars < previous.persisted_chars:
                 breaks += 1
         cached = min(prefix, written)
+        for side in side_writes:
+            cached = max(cached, min(prefix_tokens(side, call)[0], side.persisted_tokens))
         write = max(0, call.persisted_tokens - cached)
         output = sum(tokens(t) for t in call.body["output"])
         uncached = call.total - cached - write
@@ -178,7 +181,8 @@ def recompute(directory: Path, trajectory: dict[str, Any]) -> dict[str, Any]:
         sums["write"] += write
         sums["output"] += output
         p_in, p_read, p_write, p_out = SONNET
-        cost += (uncached * p_in + cached * p_read + write * p_write + output * p_out) / 1e6
+        input_cost += (uncached * p_in + cached * p_read + write * p_write) / 1e6
+        cost += output * p_out / 1e6 + (uncached * p_in + cached * p_read + write * p_write) / 1e6
         if kind == "main":
             sums["prefix"] += prefix
             sums["ideal"] += ideal
@@ -188,7 +192,9 @@ def recompute(directory: Path, trajectory: dict[str, Any]) -> dict[str, Any]:
             if step_refs:
                 recalls.append(sum(1 for r in step_refs if r in text) / len(step_refs))
             previous = call
+            side_writes = []
         else:
+            side_writes.append(call)
             sides.append({"purpose": call.body["purpose"], "cached_tokens": cached})
     content = content_tokens(trajectory)
     return {
@@ -202,6 +208,7 @@ def recompute(directory: Path, trajectory: dict[str, Any]) -> dict[str, Any]:
         "ideal_prefix_reuse": round(sums["ideal"] / sums["main_input"], 4),
         "content_tokens": content,
         "cost_usd": round(cost, 5),
+        "input_cost_usd": round(input_cost, 5),
         "floor_usd": round(content * SONNET[0] / 1e6, 5),
         "reference_recall": round(sum(recalls) / len(recalls), 4) if recalls else None,
         "cache_breaks": breaks,

@@ -69,21 +69,26 @@ def test_append_only_requests_read_the_previous_persisted_part_and_write_the_res
     assert cost2.cache_break is None and cost2.output_tokens == 5
 
 
-def test_a_side_call_is_compared_with_the_last_main_request_and_never_becomes_the_reference(
+def test_a_side_call_reads_what_main_wrote_and_its_own_write_serves_the_next_main(
     tmp_path,
 ) -> None:  # type: ignore[no-untyped-def]
     session, builder, counter = setup(tmp_path)
     accountant = CacheAccountant(counter)
-    accountant.charge(builder.build(session), 0)
+    first = accountant.charge(builder.build(session), 0)
     grow(session, 1)
     side = builder.build(
         session, purpose="summary", extra=({"role": "user", "content": "summarize"},)
     )
     side_cost = accountant.charge(side, 0)
-    main = builder.build(session)
-    main_cost = accountant.charge(main, 0)
-    assert side_cost.cached_tokens == main_cost.cached_tokens  # both read what the first wrote
-    assert main_cost.cache_write_tokens > 0
+    assert side_cost.cached_tokens == first.cache_write_tokens  # it reads what main wrote
+    assert side_cost.cache_write_tokens > 0  # and writes the grown history
+    main_cost = accountant.charge(builder.build(session), 0)
+    assert main_cost.cached_tokens == side_cost.cached_tokens + side_cost.cache_write_tokens
+    assert main_cost.cache_write_tokens == 0
+    assert main_cost.prefix_tokens < main_cost.cached_tokens, "prefix reuse is vs the last main"
+    grow(session, 2)
+    after = accountant.charge(builder.build(session), 0)
+    assert after.prefix_tokens == after.cached_tokens  # the side call is no longer a reference
 
 
 def test_a_rewritten_history_is_a_break_and_ideal_reuse_shows_the_loss(tmp_path) -> None:  # type: ignore[no-untyped-def]

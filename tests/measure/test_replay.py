@@ -21,6 +21,7 @@ KEYS = {
     "uncached_tokens",
     "content_tokens",
     "cost_usd",
+    "input_cost_usd",
     "floor_usd",
     "reference_recall",
     "cache_breaks",
@@ -71,6 +72,7 @@ def test_figures_are_recomputed_from_the_dump_independently(sample: Path, tmp_pa
         "ideal_prefix_reuse",
         "content_tokens",
         "cost_usd",
+        "input_cost_usd",
         "floor_usd",
         "reference_recall",
     ):

@@ -1,4 +1,10 @@
-"""Cache-aware pruning of old tool results (R7.8): shrink them when the cache pays for it.
+"""Cache-aware pruning of old context (R7.8): shrink it when the cache pays for it.
+
+What shrinks: old successful tool results (each becomes a stub) and the long string
+arguments of old tool calls (a file's new content, an edit's old and new text: each value
+becomes a stub inside the call, which keeps its tool, id and short arguments such as the
+path). Failed calls and their results stay verbatim (R5.1), and so do the newest
+``prune_keep_recent`` results and calls.
 
 Prices are relative to an uncached input token: a cache read costs ``read``, a cache write
 ``write``. Turning results that start at history position ``p`` (tokens) of ``P`` into
@@ -10,32 +16,40 @@ for long tends to go on), and prunes when the batch pays back its rewrite within
 horizon. It chooses where the batch starts (the oldest candidate, or a later one) for the
 largest expected net saving, so one rewrite carries as much as it can.
 
-A stub names the artifact holding the result byte for byte and the code-like names the
-result held that nothing else in view holds, so what was pruned stays findable.
+A stub names the artifact holding the text byte for byte and the code-like names the
+text held that nothing else in view holds, so what was pruned stays findable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import artifact_name, names_in
 from contextengine.config import Config
+from contextengine.context.canonical import canonical_json
 from contextengine.context.tokens import count_tokens
 from contextengine.session.entries import (
     AssistantEntry,
+    PrunedCall,
     PrunedResult,
     PruneEntry,
+    ToolCallRecord,
     ToolResultEntry,
 )
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
 
-STUB_HEAD = "[pruned: {chars:,} chars of an older output, saved at {path}; read it with file_read]"
+STUB_HEAD = "[pruned: {chars:,} chars of an older {what}, saved at {path}; read it with file_read]"
 MAX_STUB_NAMES = 120
 STUB_ESTIMATE_TOKENS = 40  # a stub's head; its names are paid for out of the saving
+ARGUMENT_MIN_CHARS = 400  # shorter call arguments (paths, commands, patterns) stay as they are
+
+_Stubber = Callable[[ToolCallRecord, str, str], str]
 
 
 @dataclass(frozen=True)
@@ -49,13 +63,13 @@ class PruneDecision:
 
 @dataclass(frozen=True)
 class _Candidate:
-    position: int  # history tokens before the result
+    position: int  # history tokens before the record
     record: LogRecord
-    saving: int  # tokens the stub saves
+    saving: int  # tokens the stubs save
 
 
 class Pruner:
-    """Decides, for one session, when old tool results turn into stubs, and does it."""
+    """Decides, for one session, when old context turns into stubs, and does it."""
 
     def __init__(self, session: Session, config: Config, externalizer: Externalizer) -> None:
         self._session = session
@@ -92,7 +106,7 @@ class Pruner:
         return best
 
     def prune(self, decision: PruneDecision) -> PruneEntry:
-        """Save each result to the artifacts (if not there yet), then record the batch."""
+        """Save each pruned text to the artifacts (if not there yet), then record the batch."""
         chosen = {r.index for r in decision.records}
         kept_text = "\n".join(
             str(m.get("content") or "")
@@ -100,41 +114,73 @@ class Pruner:
             if r.index not in chosen
             for m in r.messages
         )
-        listed: set[str] = set()
-        results = []
+        names = _NameIndex(kept_text)
+        results: list[PrunedResult] = []
+        calls: list[PrunedCall] = []
         for record in decision.records:
             entry = record.entry
-            assert isinstance(entry, ToolResultEntry)
-            saved = self._saved_copy(record.index, entry)
-            names = [n for n in names_in(entry.content) if n not in kept_text and n not in listed]
-            listed.update(names)
-            results.append(
-                PrunedResult(
-                    index=record.index,
-                    call_id=entry.call_id,
-                    tool_name=entry.tool_name,
-                    content=stub_text(len(entry.content), self._externalizer.display(saved), names),
-                    full_ref=self._externalizer.session_relative(saved),
-                )
-            )
-        prune = PruneEntry(results=tuple(results))
+            if isinstance(entry, ToolResultEntry):
+                results.append(self._prune_result(record.index, entry, names))
+            else:
+                assert isinstance(entry, AssistantEntry)
+                calls.append(self._prune_call(record.index, entry, names))
+        prune = PruneEntry(results=tuple(results), calls=tuple(calls))
         self._session.append(prune)
         return prune
 
+    def _prune_result(self, index: int, entry: ToolResultEntry, names: _NameIndex) -> PrunedResult:
+        saved = self._saved_copy(index, entry)
+        return PrunedResult(
+            index=index,
+            call_id=entry.call_id,
+            tool_name=entry.tool_name,
+            content=stub_text(
+                len(entry.content), self._externalizer.display(saved), names.new(entry.content)
+            ),
+            full_ref=self._externalizer.session_relative(saved),
+        )
+
+    def _prune_call(self, index: int, entry: AssistantEntry, names: _NameIndex) -> PrunedCall:
+        refs: list[str] = []
+
+        def stub(call: ToolCallRecord, where: str, value: str) -> str:
+            saved = self._externalizer.save(f"arg-{index:06d}-{call.id}-{where}", value)
+            refs.append(self._externalizer.session_relative(saved))
+            return stub_text(
+                len(value), self._externalizer.display(saved), names.new(value), what="argument"
+            )
+
+        calls = tuple(
+            call.model_copy(
+                update={"arguments_json": canonical_json(_stub_values(arguments, call, stub))}
+            )
+            if (arguments := _arguments(call)) is not None and _long_values(arguments)
+            else call
+            for call in entry.tool_calls
+        )
+        return PrunedCall(
+            index=index,
+            assistant=entry.model_copy(update={"tool_calls": calls}),
+            refs=tuple(refs),
+        )
+
     def _candidates(self, live: Sequence[LogRecord]) -> tuple[list[_Candidate], int]:
-        """Prunable results in history order, and the history's size in tokens."""
-        results = [r for r in live if isinstance(r.entry, ToolResultEntry)]
+        """Prunable results and calls in history order, and the history's size in tokens."""
         keep = self._config.prune_keep_recent
-        protected = {r.index for r in results[len(results) - keep :]} if keep else set()
+        protected = _newest(live, ToolResultEntry, keep) | _newest(live, AssistantEntry, keep)
+        failed = {
+            r.entry.call_id
+            for r in live
+            if isinstance(r.entry, ToolResultEntry) and r.entry.status == "error"
+        }
+        native = self._session.style.protocol == "native"
         records = self._session.records
         out: list[_Candidate] = []
         position = 0
         for record in live:
             size = sum(count_tokens(c) for c in record.chunks)
-            if _prunable(record, records) and record.index not in protected:
-                entry = record.entry
-                assert isinstance(entry, ToolResultEntry)
-                saving = count_tokens(entry.content) - STUB_ESTIMATE_TOKENS
+            if record.index not in protected and records[record.index] is record:
+                saving = _saving(record.entry, failed, native)
                 if saving >= self._config.prune_min_tokens:
                     out.append(_Candidate(position, record, saving))
             position += size
@@ -147,9 +193,23 @@ class Pruner:
         return self._externalizer.save(artifact_name(index, entry.tool_name), entry.content)
 
 
-def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
-    """The stub that stands for a pruned result: where it is, and the names it held."""
-    head = STUB_HEAD.format(chars=chars, path=path)
+class _NameIndex:
+    """Hands out the names a pruned text held that nothing in view (or listed) holds."""
+
+    def __init__(self, kept_text: str) -> None:
+        self._kept = kept_text
+        self._listed: set[str] = set()
+
+    def new(self, text: str) -> list[str]:
+        names = [n for n in names_in(text) if n not in self._kept and n not in self._listed]
+        self._listed.update(names)
+        return names
+
+
+def stub_text(chars: int, path: str, names: Sequence[str], what: str = "output") -> str:
+    """The stub that stands for a pruned text (an ``output`` or an ``argument``): where it
+    is, and the names it held."""
+    head = STUB_HEAD.format(chars=chars, what=what, path=path)
     if not names:
         return head
     shown = names[:MAX_STUB_NAMES]
@@ -157,15 +217,69 @@ def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
     return f"{head}\nnames: {', '.join(shown)}{more}"
 
 
-def _prunable(record: LogRecord, log: Sequence[LogRecord]) -> bool:
-    """A successful tool result not already a stub (errors stay verbatim, R5.1); a stub
-    is a live record that is not the log's own record of that index."""
-    entry = record.entry
-    return (
-        isinstance(entry, ToolResultEntry)
-        and entry.status == "success"
-        and log[record.index] is record
+def _saving(entry: object, failed: set[str], native: bool) -> int:
+    """Tokens stubbing ``entry`` would save: a successful result's, or (where calls are
+    sent as calls) the long arguments' of a reply none of whose calls failed."""
+    if isinstance(entry, ToolResultEntry):
+        if entry.status != "success":
+            return 0
+        return count_tokens(entry.content) - STUB_ESTIMATE_TOKENS
+    if not (native and isinstance(entry, AssistantEntry)) or any(
+        c.id in failed for c in entry.tool_calls
+    ):
+        return 0
+    return sum(
+        count_tokens(value) - STUB_ESTIMATE_TOKENS
+        for call in entry.tool_calls
+        if (arguments := _arguments(call)) is not None
+        for value in _long_values(arguments)
     )
+
+
+def _arguments(call: ToolCallRecord) -> dict[str, Any] | None:
+    """The call's arguments as an object, or ``None`` when they are not one."""
+    try:
+        value = json.loads(call.arguments_json)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _long_values(value: Any) -> Iterator[str]:
+    """The string values (at any depth) long enough to be worth a stub."""
+    if isinstance(value, str):
+        if len(value) >= ARGUMENT_MIN_CHARS:
+            yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _long_values(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _long_values(item)
+
+
+def _stub_values(value: Any, call: ToolCallRecord, stub: _Stubber, where: str = "") -> Any:
+    """``value`` with each long string replaced by ``stub(call, where, string)``."""
+    if isinstance(value, str):
+        return stub(call, where or "value", value) if len(value) >= ARGUMENT_MIN_CHARS else value
+    if isinstance(value, dict):
+        return {
+            k: _stub_values(v, call, stub, f"{where}.{k}" if where else str(k))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [
+            _stub_values(v, call, stub, f"{where}.{n}" if where else str(n))
+            for n, v in enumerate(value)
+        ]
+    return value
+
+
+def _newest(live: Sequence[LogRecord], kind: type, keep: int) -> set[int]:
+    """Indices of the newest ``keep`` live records holding a ``kind`` entry."""
+    if not keep:
+        return set()
+    return {r.index for r in [r for r in live if isinstance(r.entry, kind)][-keep:]}
 
 
 def _steps(records: Sequence[LogRecord]) -> int:

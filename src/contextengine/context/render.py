@@ -21,7 +21,6 @@ from contextengine.session.entries import (
     Entry,
     ErrorEntry,
     NoteEntry,
-    PrunedResult,
     PruneEntry,
     ReminderEntry,
     SummaryEntry,
@@ -93,22 +92,13 @@ def _render(entry: Entry, index: int, session_id: str, style: RenderStyle) -> li
             return [{"role": "user", "content": f'<context source="{source}">\n{text}\n</context>'}]
         case ReminderEntry(text=text):
             return [{"role": "user", "content": f"<system-reminder>\n{text}\n</system-reminder>"}]
-        case PruneEntry(results=results):
+        case PruneEntry():
             return [
-                render_tool_result(pruned_entry(r), r.index, session_id, style) for r in results
+                message
+                for index, stand_in in entry.stand_ins()
+                for message in _render(stand_in, index, session_id, style)
             ]
     raise TypeError(f"cannot render entry of kind {entry.kind!r}")
-
-
-def pruned_entry(result: PrunedResult) -> ToolResultEntry:
-    """The tool result a pruning stub stands for, with the stub as its content."""
-    return ToolResultEntry(
-        call_id=result.call_id,
-        tool_name=result.tool_name,
-        status="success",
-        content=result.content,
-        full_ref=result.full_ref,
-    )
 
 
 def render_tool_result(

@@ -15,7 +15,9 @@ newlines (``message_text``). Per request:
 * uncached: the rest (live observations, the task-status tail, a side call's instruction).
 
 Side calls (compaction summaries, reboots) are compared with the last main request and do
-not become the reference of the next one.
+not become the reference of the next one; what a side call wrote is still in the cache, so
+the next main request reads from whichever earlier write (the last main request's or a side
+call's since then) it shares more of.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class CacheAccountant:
         self.counter = counter
         self._chunk_tokens: dict[str, int] = {}
         self._previous: Request | None = None
+        self._side_writes: list[Request] = []  # side calls since the last main request
         self._monitor = PrefixMonitor()
 
     def charge(self, request: Request, output_tokens: int) -> CallCost:
@@ -91,10 +94,15 @@ class CacheAccountant:
             prefix = min(total, self._prefix_tokens(previous, request, tokens))
             ideal = max(prefix, min(written, total))
         cached = min(prefix, written)
+        for side in self._side_writes:
+            cached = max(cached, self._readable(side, request, tokens))
         cache_break = None
         if request.purpose == "main":
             cache_break = self._monitor.observe(request).cache_break
             self._previous = request
+            self._side_writes = []
+        else:
+            self._side_writes.append(request)
         return CallCost(
             purpose=request.purpose,
             input_tokens=total,
@@ -105,6 +113,11 @@ class CacheAccountant:
             ideal_tokens=ideal,
             cache_break=cache_break,
         )
+
+    def _readable(self, earlier: Request, request: Request, tokens: list[int]) -> int:
+        """Tokens of ``request`` served by what ``earlier`` wrote to the cache."""
+        written = sum(self._tokens(earlier)[: earlier.persisted_chunks])
+        return min(self._prefix_tokens(earlier, request, tokens), written, sum(tokens))
 
     def _tokens(self, request: Request) -> list[int]:
         """Tokens per chunk (cached per chunk string: history chunks repeat every step)."""

@@ -78,6 +78,7 @@ def replay_command(
 _ROWS = (
     ("steps", "{:,}"),
     ("cost_usd", "${:.4f}"),
+    ("input_cost_usd", "${:.4f}"),
     ("floor_usd", "${:.4f}"),
     ("input_tokens", "{:,}"),
     ("cached_tokens", "{:,}"),
@@ -104,13 +105,11 @@ def _replay_table(figures: dict[str, Any]) -> Table:
         table.add_column(name, justify="right")
     for key, fmt in _ROWS:
         table.add_row(key, *(_cell(fmt, col[key]) for col in columns.values()))
-    table.add_row(
-        "cost vs full_history",
-        *(
-            f"{col['cost_usd'] / full['cost_usd']:.3f}x" if full["cost_usd"] else "-"
-            for col in columns.values()
-        ),
-    )
+    for key, label in (("cost_usd", "cost"), ("input_cost_usd", "input cost")):
+        table.add_row(
+            f"{label} vs full_history",
+            *(f"{col[key] / full[key]:.3f}x" if full[key] else "-" for col in columns.values()),
+        )
     table.add_row("cache breaks", *(_breaks(col["cache_breaks"]) for col in columns.values()))
     table.add_row("side calls", *(_sides(col["side_calls"]) for col in columns.values()))
     return table

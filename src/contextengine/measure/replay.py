@@ -58,6 +58,7 @@ class StrategyResult:
     output_tokens: int
     content_tokens: int
     cost_usd: float
+    input_cost_usd: float
     floor_usd: float
     reference_recall: float | None
     cache_breaks: tuple[dict[str, Any], ...]
@@ -68,6 +69,7 @@ class StrategyResult:
         """JSON-ready figures (costs rounded to 1/1000 cent)."""
         out = asdict(self)
         out["cost_usd"] = round(self.cost_usd, 5)
+        out["input_cost_usd"] = round(self.input_cost_usd, 5)
         out["floor_usd"] = round(self.floor_usd, 5)
         out["cache_breaks"] = list(self.cache_breaks)
         out["side_calls"] = list(self.side_calls)
@@ -266,6 +268,12 @@ class _Figures:
             )
             for c in calls
         )
+        input_cost = sum(
+            self.prices.cost(
+                c.cost.uncached_tokens, c.cost.cached_tokens, c.cost.cache_write_tokens, 0
+            )
+            for c in calls
+        )
         return StrategyResult(
             steps=len(main),
             prefix_reuse=_share(sum(c.cost.prefix_tokens for c in main), main_input),
@@ -277,6 +285,7 @@ class _Figures:
             output_tokens=sum(c.cost.output_tokens for c in calls),
             content_tokens=self.content_tokens,
             cost_usd=cost,
+            input_cost_usd=input_cost,
             floor_usd=self.prices.cost(self.content_tokens, 0, 0, 0),
             reference_recall=_round(mean_recall(recalls)),
             cache_breaks=tuple(

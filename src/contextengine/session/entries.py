@@ -138,17 +138,49 @@ class PrunedResult(_Entry):
     content: str
     full_ref: str
 
+    def stand_in(self) -> ToolResultEntry:
+        """The tool result this stub stands for, with the stub as its content."""
+        return ToolResultEntry(
+            call_id=self.call_id,
+            tool_name=self.tool_name,
+            status="success",
+            content=self.content,
+            full_ref=self.full_ref,
+        )
+
+
+class PrunedCall(_Entry):
+    """One assistant reply as pruning leaves it: its calls' long arguments as stubs.
+
+    ``assistant`` is the reply with each long string argument replaced by a stub naming
+    the artifact (``refs``, relative to the session folder) that holds the value byte for
+    byte; the original reply stays in the log.
+    """
+
+    index: int
+    assistant: AssistantEntry
+    refs: tuple[str, ...]
+
 
 class PruneEntry(_Entry):
-    """A cache-aware pruning (R7.8): older tool results shown as stubs from now on.
+    """A cache-aware pruning (R7.8): older tool results and call arguments shown as stubs.
 
-    One entry records the whole batch. It renders as the stubs' messages (each in its
-    result's own frame), which take the results' places in the live view; the originals
-    stay in the log and in the artifacts the stubs name.
+    One entry records the whole batch. It renders as the stubs' messages (each result in
+    its own frame, each reply as itself with stubbed arguments): results first, then
+    replies, each taking its record's place in the live view; the originals stay in the
+    log and in the artifacts the stubs name.
     """
 
     kind: Literal["prune"] = "prune"
     results: tuple[PrunedResult, ...]
+    calls: tuple[PrunedCall, ...] = ()
+
+    def stand_ins(self) -> tuple[tuple[int, ToolResultEntry | AssistantEntry], ...]:
+        """``(record index, entry shown in its place)`` in the order the entry renders."""
+        return (
+            *((r.index, r.stand_in()) for r in self.results),
+            *((c.index, c.assistant) for c in self.calls),
+        )
 
 
 class NoteEntry(_Entry):

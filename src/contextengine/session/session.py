@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from contextengine.context.render import RenderStyle, pruned_entry, render_entry
+from contextengine.context.render import RenderStyle, render_entry
 from contextengine.errors import SessionLogError
 from contextengine.session.durable import write_replacing
 from contextengine.session.entries import Entry, PruneEntry, SummaryEntry
@@ -162,11 +162,9 @@ class Session:
 
     def _prune(self, record: LogRecord, entry: PruneEntry) -> None:
         stubs = {
-            result.index: LogRecord(
-                result.index, pruned_entry(result), (message,), (chunk,), record.ts
-            )
-            for result, message, chunk in zip(
-                entry.results, record.messages, record.chunks, strict=True
+            index: LogRecord(index, stand_in, (message,), (chunk,), record.ts)
+            for (index, stand_in), message, chunk in zip(
+                entry.stand_ins(), record.messages, record.chunks, strict=True
             )
         }
         self._live = [stubs.get(r.index, r) for r in self._live]
