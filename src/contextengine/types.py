@@ -54,13 +54,19 @@ FinishReason = Literal["stop", "tool_calls", "length", "error", "other"]
 
 @dataclass(frozen=True)
 class ModelReply:
-    """What a provider returns for one request."""
+    """What a provider returns for one request.
+
+    ``provider_items`` are the provider's own opaque items that must go back to it, in
+    order and byte for byte, with this reply in later requests (OpenAI encrypted reasoning
+    items, Anthropic signed thinking blocks), in that provider's wire shape.
+    """
 
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     reasoning: str = ""
     usage: Usage = field(default_factory=Usage)
     finish_reason: FinishReason = "stop"
+    provider_items: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

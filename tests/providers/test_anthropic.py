@@ -69,7 +69,7 @@ def test_l1_and_l2_become_cached_system_blocks(
     assert body["stream"] is True
 
 
-def test_cache_control_sits_exactly_on_the_breakpoint_blocks(
+def test_cache_control_sits_exactly_on_the_four_breakpoint_blocks(
     build_request: BuildRequest, fake_server: StartServer
 ) -> None:
     request = build_request()
@@ -78,6 +78,8 @@ def test_cache_control_sits_exactly_on_the_breakpoint_blocks(
     assert blocks_with_cache_control(body) == [
         "You are a careful coding agent.",
         '<project-rules file="CODE_LAW.md">\nAlways run the tests.\n</project-rules>',
+        # The previous step's history ended before the latest assistant reply.
+        "Fix the bug in app.py",
         history_end,
     ]
     assert history_end == "<system-reminder>\nUpdate the plan.\n</system-reminder>"
@@ -122,7 +124,7 @@ def test_mid_history_system_message_becomes_a_wrapped_user_note(
         "text": "<system-reminder>\nEarlier: the user asked for a fix.\n\n"
         "(Archived steps are kept verbatim in `a.md`.)\n</system-reminder>",
     }
-    assert first["content"][1] == {"type": "text", "text": "Fix the bug in app.py"}
+    assert first["content"][1]["text"] == "Fix the bug in app.py"
     assert len(body["system"]) == 2
 
 

@@ -13,6 +13,7 @@ from contextengine.providers.anthropic import AnthropicProvider
 from contextengine.providers.factory import LOCAL_BASE_URLS, PROVIDER_NAMES, make_provider
 from contextengine.providers.openai import OpenAIProvider
 from contextengine.providers.openai_compatible import OpenAICompatibleProvider
+from contextengine.providers.openai_responses import OpenAIResponsesProvider
 
 from .conftest import BuildRequest, StartServer
 
@@ -21,10 +22,12 @@ def test_hosted_providers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-o")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-a")
     openai = make_provider("openai", "gpt-x")
+    chat = make_provider("openai-chat", "gpt-x")
     anthropic = make_provider("anthropic", "claude-x")
-    assert isinstance(openai, OpenAIProvider)
+    assert isinstance(openai, OpenAIResponsesProvider)
+    assert isinstance(chat, OpenAIProvider)
     assert isinstance(anthropic, AnthropicProvider)
-    assert (openai.model, anthropic.model) == ("gpt-x", "claude-x")
+    assert (openai.model, chat.model, anthropic.model) == ("gpt-x", "gpt-x", "claude-x")
 
 
 @pytest.mark.parametrize("name", ["vllm", "sglang", "llamacpp", "ollama"])
@@ -73,7 +76,7 @@ def test_a_missing_sdk_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatc
         make_provider("anthropic", "claude-x", api_key="k")
 
 
-@pytest.mark.parametrize("name", ["openai", "anthropic", "vllm"])
+@pytest.mark.parametrize("name", ["openai", "openai-chat", "anthropic", "vllm"])
 def test_timeout_and_retries_reach_every_http_adapter(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
