@@ -51,6 +51,10 @@ class Usage:
 
 FinishReason = Literal["stop", "tool_calls", "length", "error", "other"]
 
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+"""Reasoning effort levels; each API accepts its own subset (OpenAI none..xhigh, Anthropic
+low..max) and names a level it refuses in its error."""
+
 
 @dataclass(frozen=True)
 class ModelReply:

@@ -14,6 +14,7 @@ from contextengine.providers.factory import LOCAL_BASE_URLS, PROVIDER_NAMES, mak
 from contextengine.providers.openai import OpenAIProvider
 from contextengine.providers.openai_compatible import OpenAICompatibleProvider
 from contextengine.providers.openai_responses import OpenAIResponsesProvider
+from contextengine.providers.wire import Generation
 
 from .conftest import BuildRequest, StartServer
 
@@ -85,6 +86,42 @@ def test_timeout_and_retries_reach_every_http_adapter(
     provider = make_provider(name, "m", timeout_s=7.5, max_retries=5)
     client = provider._client  # type: ignore[attr-defined]
     assert (client.timeout, client.max_retries, provider.max_retries) == (7.5, 5, 5)  # type: ignore[attr-defined]
+
+
+GENERATION_FIELDS = {
+    # provider, fake wire: the fields each API takes for max tokens, temperature, effort
+    ("openai", "responses"): {
+        "max_output_tokens": 50,
+        "temperature": 0.5,
+        "reasoning": {"effort": "high"},
+    },
+    ("openai-chat", "openai"): {
+        "max_completion_tokens": 50,
+        "temperature": 0.5,
+        "reasoning_effort": "high",
+    },
+    ("vllm", "openai"): {"max_tokens": 50, "temperature": 0.5, "reasoning_effort": "high"},
+    ("anthropic", "anthropic"): {
+        "max_tokens": 50,
+        "temperature": 0.5,
+        "output_config": {"effort": "high"},
+    },
+}
+
+
+@pytest.mark.parametrize(("name", "wire"), list(GENERATION_FIELDS))
+def test_generation_settings_reach_every_http_adapter_in_its_own_shape(
+    name: str, wire: str, build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    server = fake_server(wire, [{"content": "ok"}])
+    generation = Generation(max_tokens=50, temperature=0.5, reasoning_effort="high")
+    provider = make_provider(
+        name, "m", base_url=server.base_url, api_key="k", generation=generation
+    )
+    provider.complete(build_request())
+    body = server.requests[0].json()
+    expected = GENERATION_FIELDS[(name, wire)]
+    assert {k: body.get(k) for k in expected} == expected
 
 
 def test_cli_timeout_and_retries_bound_a_stalled_call(

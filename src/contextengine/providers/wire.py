@@ -15,10 +15,10 @@ from contextengine.context.canonical import canonical_json
 from contextengine.context.render import PROVIDER_ITEMS
 from contextengine.context.request import Request
 from contextengine.errors import MissingAPIKeyError, ProviderError
+from contextengine.types import ReasoningEffort
 from contextengine.untrusted import parse_json, valid_text
 
 ChoiceKind = Literal["none", "auto", "required"]
-ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 
 DEFAULT_TIMEOUT_S = 120.0
 """Seconds an HTTP call may wait for the next bytes (a streamed generation may run longer)."""
