@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from contextengine import AssistantEntry, Config, ToolCallRecord, ToolMask, Usage
 from contextengine.agent.loop import Agent
@@ -234,3 +236,66 @@ def test_a_multi_step_run_carries_encrypted_reasoning_on_a_stable_prefix(
         n = len(responses_input(request.messages[: request.segments.persisted]))
         assert current["input"][:n] == previous["input"][:n]
         assert json.dumps(current["input"][:n]) == json.dumps(previous["input"][:n])
+
+
+def _output_items() -> st.SearchStrategy[list[dict[str, Any]]]:
+    text = st.text(max_size=20)
+    reasoning = st.builds(
+        lambda n, summary, secret: {
+            "id": f"rs_{n}",
+            "type": "reasoning",
+            "status": "completed",
+            "summary": [{"type": "summary_text", "text": summary}],
+            "encrypted_content": secret,
+        },
+        st.integers(0, 99),
+        text,
+        text,
+    )
+    message = st.builds(
+        lambda body: {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": body, "annotations": []}],
+        },
+        text.filter(str.strip),
+    )
+    call = st.builds(
+        lambda n, name: {
+            "id": f"fc_{n}",
+            "type": "function_call",
+            "status": "completed",
+            "call_id": f"call_{n}",
+            "name": name,
+            "arguments": f'{{"n":{n}}}',
+        },
+        st.integers(0, 99),
+        st.sampled_from(["file_read", "shell_exec"]),
+    )
+    return st.tuples(
+        st.lists(reasoning, max_size=2), st.lists(message, max_size=1), st.lists(call, max_size=3)
+    ).flatmap(lambda parts: st.permutations([*parts[0], *parts[1], *parts[2]]))
+
+
+@given(_output_items())
+def test_output_items_come_back_in_order_without_server_ids(items: list[dict[str, Any]]) -> None:
+    from contextengine.context.render import PROVIDER_ITEMS
+    from contextengine.providers.openai_responses import kept_item
+
+    text = "".join(i["content"][0]["text"] for i in items if i["type"] == "message")
+    calls = [
+        {
+            "id": i["call_id"],
+            "type": "function",
+            "function": {"name": i["name"], "arguments": i["arguments"]},
+        }
+        for i in items
+        if i["type"] == "function_call"
+    ]
+    message = {"role": "assistant", "content": text, PROVIDER_ITEMS: [kept_item(i) for i in items]}
+    if calls:
+        message["tool_calls"] = calls
+    expected = [{k: v for k, v in i.items() if k not in ("id", "status")} for i in items]
+    assert responses_input([message]) == expected
