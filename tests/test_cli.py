@@ -137,7 +137,9 @@ def test_run_help_lists_the_modes():
 def test_run_in_a_mode_sends_its_mask_and_refuses_an_unknown_one(tmp_path):
     from providers.fake_servers import FakeModelServer
 
-    with FakeModelServer("openai", [{"content": "A complete answer, without any tool."}]) as fake:
+    with FakeModelServer(
+        "responses", [{"content": "A complete answer, without any tool."}]
+    ) as fake:
         result = run_cli(
             "run",
             "hi",
@@ -166,7 +168,9 @@ def test_mode_from_the_config_file(tmp_path):
 
     config = tmp_path / "c.toml"
     config.write_text('mode = "CHAT"\n')
-    with FakeModelServer("openai", [{"content": "A complete answer, without any tool."}]) as fake:
+    with FakeModelServer(
+        "responses", [{"content": "A complete answer, without any tool."}]
+    ) as fake:
         result = run_cli(
             "run",
             "hi",
@@ -188,3 +192,39 @@ def test_mode_from_the_config_file(tmp_path):
     config.write_text('mode = "PLAN"\n')
     bad = run_cli("run", "hi", "-c", str(config), "-w", str(tmp_path / "ws"))
     assert_one_line_error(bad, "'mode'", "DEEP_RESEARCH")
+
+
+def test_generation_settings_from_the_command_line_and_the_config(tmp_path):
+    from providers.fake_servers import FakeModelServer
+
+    config = tmp_path / "c.toml"
+    config.write_text('prompt_cache_retention = "24h"\ntemperature = 0.9\n')
+    options = ["--max-tokens", "77", "--temperature", "0.3", "--reasoning-effort", "low"]
+    with FakeModelServer(
+        "responses", [{"content": "A complete answer, without any tool."}]
+    ) as fake:
+        result = run_cli(
+            "run",
+            "hi",
+            "-p",
+            "openai",
+            "-m",
+            "gpt-test",
+            "--base-url",
+            fake.base_url,
+            "-c",
+            str(config),
+            "-w",
+            str(tmp_path / "ws"),
+            *options,
+            env={"OPENAI_API_KEY": "k"},
+        )
+        assert result.returncode == 0, result.stderr
+        (body,) = [r.json() for r in fake.answered]
+    assert fake.answered[0].path == "/v1/responses"
+    assert body["max_output_tokens"] == 77
+    assert body["temperature"] == 0.3
+    assert body["reasoning"] == {"effort": "low"}
+    assert body["prompt_cache_retention"] == "24h"
+    bad = run_cli("run", "hi", "-w", str(tmp_path), "--reasoning-effort", "huge")
+    assert_one_line_error(bad, "--reasoning-effort")

@@ -7,7 +7,7 @@ import sys
 import tempfile
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, get_args
 
 import typer
 from rich.console import Console
@@ -34,6 +34,7 @@ from contextengine.providers.base import Provider
 from contextengine.providers.factory import PROVIDER_NAMES
 from contextengine.proxy.command import proxy_command
 from contextengine.tools.modes import MODE_NAMES
+from contextengine.types import ReasoningEffort
 from contextengine.untrusted import valid_text
 
 try:  # typer 0.24+ carries its own click, whose exceptions derive from TyperException
@@ -72,6 +73,10 @@ RetriesOption = Annotated[
     int | None,
     typer.Option("--retries", help="Retries of a failed or broken model call (default 2)."),
 ]
+EffortChoice = Enum(  # type: ignore[misc]
+    "EffortChoice", {name: name for name in get_args(ReasoningEffort)}, type=str
+)
+"""The reasoning effort levels as command-line choices."""
 ModeChoice = Enum("ModeChoice", {name: name for name in MODE_NAMES}, type=str)  # type: ignore[misc]
 """The mode presets as command-line choices."""
 
@@ -222,13 +227,28 @@ def run(
             case_sensitive=False,
         ),
     ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="Most tokens a reply may have.", min=1)
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option(help="Sampling temperature.", min=0, max=2)
+    ] = None,
+    reasoning_effort: Annotated[
+        EffortChoice | None,
+        typer.Option(help="Reasoning effort of reasoning models.", case_sensitive=False),
+    ] = None,
 ) -> None:
     """Run the agent on a task in a workspace (or chat with it interactively)."""
     from contextengine.agent.loop import Agent
 
     if protocol not in ("native", "text"):
         raise ContextEngineError(f"--protocol must be 'native' or 'text', not {protocol!r}")
-    settings = _settings(config, timeout, retries)
+    generation = {
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "reasoning_effort": reasoning_effort and reasoning_effort.value,
+    }
+    settings = _settings(config, timeout, retries, **generation)
     chosen = _provider(provider, model, base_url, settings)
     if resume is not None:
         agent = Agent.resume(resume, chosen, settings, mode=mode and mode.value)
@@ -300,17 +320,22 @@ app.command("profile")(profile_command)
 app.command("proxy")(proxy_command)
 
 
-def _settings(config: Path | None, timeout: float | None, retries: int | None) -> Config:
-    """The config file's settings with the command line's ``--timeout`` / ``--retries``."""
+def _settings(
+    config: Path | None, timeout: float | None, retries: int | None, **options: object
+) -> Config:
+    """The config file's settings with the command line's ``--timeout`` / ``--retries``
+    and other ``options`` (named like settings; ``None`` = not given)."""
     settings = Config.load(config)
-    changes = {"request_timeout_s": timeout, "max_retries": retries}
+    changes = {"request_timeout_s": timeout, "max_retries": retries, **options}
     given = {name: value for name, value in changes.items() if value is not None}
     return settings.with_flags(**given) if given else settings
 
 
 def _provider(name: str, model: str | None, base_url: str | None, settings: Config) -> Provider:
-    """The provider ``name`` with the settings' timeout, retries and context window."""
+    """The provider ``name`` with the settings' timeout, retries, context window,
+    generation and cache settings."""
     from contextengine.providers.factory import make_provider
+    from contextengine.providers.wire import Generation
 
     return make_provider(
         name,
@@ -319,6 +344,9 @@ def _provider(name: str, model: str | None, base_url: str | None, settings: Conf
         timeout_s=settings.request_timeout_s,
         max_retries=settings.max_retries,
         context_window=settings.context_window,
+        generation=Generation(settings.max_tokens, settings.temperature, settings.reasoning_effort),
+        prompt_cache_retention=settings.prompt_cache_retention,
+        cache_ttl=settings.cache_ttl,
     )
 
 

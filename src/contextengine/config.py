@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from contextengine.errors import ConfigError
 from contextengine.tools.modes import MODE_NAMES, ModeName
+from contextengine.types import ReasoningEffort
 
 HistoryMode = Literal["compressed", "full", "round_scratchpad"]
 
@@ -91,6 +92,25 @@ class Config(BaseModel):
         2, ge=0, le=20, description="Retries of a model call that failed or broke off."
     )
     max_steps: int = Field(100, ge=1, description="Model calls allowed in one round.")
+    max_tokens: int | None = Field(
+        None,
+        gt=0,
+        description="Most tokens a reply may have (default: the API's; 4096 for Anthropic).",
+    )
+    temperature: float | None = Field(
+        None, ge=0, le=2, allow_inf_nan=False, description="Sampling temperature."
+    )
+    reasoning_effort: ReasoningEffort | None = Field(
+        None,
+        description="Reasoning effort of reasoning models (OpenAI none..xhigh, "
+        "Anthropic low..max).",
+    )
+    prompt_cache_retention: Literal["in_memory", "24h"] | None = Field(
+        None, description="OpenAI prompt cache retention (default: the API's)."
+    )
+    cache_ttl: Literal["5m", "1h"] = Field(
+        "5m", description="Lifetime of Anthropic cache breakpoints: 5m or 1h."
+    )
     mode: ModeName | None = Field(
         None,
         description="Mode preset the agent starts in: " + ", ".join(MODE_NAMES) + " "

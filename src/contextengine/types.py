@@ -51,16 +51,26 @@ class Usage:
 
 FinishReason = Literal["stop", "tool_calls", "length", "error", "other"]
 
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+"""Reasoning effort levels; each API accepts its own subset (OpenAI none..xhigh, Anthropic
+low..max) and names a level it refuses in its error."""
+
 
 @dataclass(frozen=True)
 class ModelReply:
-    """What a provider returns for one request."""
+    """What a provider returns for one request.
+
+    ``provider_items`` are the provider's own opaque items that must go back to it, in
+    order and byte for byte, with this reply in later requests (OpenAI encrypted reasoning
+    items, Anthropic signed thinking blocks), in that provider's wire shape.
+    """
 
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     reasoning: str = ""
     usage: Usage = field(default_factory=Usage)
     finish_reason: FinishReason = "stop"
+    provider_items: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """A real local model server for adapter tests: records requests, streams scripted replies.
 
 ``FakeModelServer`` listens on 127.0.0.1 (a free port) in a background thread and speaks
-either the OpenAI Chat Completions streaming format (``wire="openai"``, path
-``/v1/chat/completions``) or the Anthropic Messages streaming format (``wire="anthropic"``,
-path ``/v1/messages``), both as server-sent events. It
+the OpenAI Chat Completions streaming format (``wire="openai"``, path
+``/v1/chat/completions``), the OpenAI Responses streaming format (``wire="responses"``, path
+``/v1/responses``) or the Anthropic Messages streaming format (``wire="anthropic"``, path
+``/v1/messages``), all as server-sent events. It
 
 * records every request: method, path, headers (lower-case names) and the exact body bytes;
 * answers from a script in ``ScriptedProvider``'s format,
@@ -37,7 +38,12 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-Wire = Literal["openai", "anthropic"]
+Wire = Literal["openai", "responses", "anthropic"]
+PATHS: dict[str, str] = {
+    "openai": "/v1/chat/completions",
+    "responses": "/v1/responses",
+    "anthropic": "/v1/messages",
+}
 Response = Mapping[str, Any]
 
 
@@ -102,7 +108,8 @@ def prefix_usage(
 
 
 def _prompt_text(body: Mapping[str, Any]) -> str:
-    return json.dumps([body.get("tools"), body.get("system"), body.get("messages")])
+    messages = body.get("messages", body.get("input"))
+    return json.dumps([body.get("tools"), body.get("system"), messages])
 
 
 class FakeModelServer:
@@ -141,7 +148,7 @@ class FakeModelServer:
         """What to pass as an SDK's ``base_url``."""
         host, port = self._httpd.server_address[:2]
         root = f"http://{host}:{port}"
-        return f"{root}/v1" if self.wire == "openai" else root
+        return root if self.wire == "anthropic" else f"{root}/v1"
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -185,7 +192,7 @@ class FakeModelServer:
             if arrival - self._stalls <= len(self._failures):
                 status = self._failures[arrival - self._stalls - 1]
                 return status, {"retry-after-ms": "1"}, self._error(status, "injected failure")
-        expected = "/v1/chat/completions" if self.wire == "openai" else "/v1/messages"
+        expected = PATHS[self.wire]
         if recorded.path != expected:
             return _refuse(404, self._error(404, f"no route {recorded.path}; use {expected}"))
         try:
@@ -222,12 +229,11 @@ class FakeModelServer:
     def _stream(
         self, body: dict[str, Any], response: Response, usage: FakeUsage, number: int
     ) -> bytes:
-        events = (
-            self._openai_events(body, response, usage, number)
-            if self.wire == "openai"
-            else self._anthropic_events(response, usage, number)
-        )
-        return b"".join(events)
+        if self.wire == "openai":
+            return b"".join(self._openai_events(body, response, usage, number))
+        if self.wire == "responses":
+            return b"".join(responses_events(body, response, usage, number, self.model))
+        return b"".join(self._anthropic_events(response, usage, number))
 
     def _next_response(self, body: dict[str, Any], number: int) -> Response | RawReply | None:
         if callable(self._script):
@@ -342,6 +348,68 @@ class FakeModelServer:
             usage={"output_tokens": usage.output_tokens},
         )
         yield event("message_stop")
+
+
+def responses_events(
+    body: Mapping[str, Any], response: Response, usage: FakeUsage, number: int, model: str
+) -> Iterator[bytes]:
+    """The Responses API event stream answering ``response``: reasoning (encrypted when
+    ``include`` asks for it), message and function-call items, then ``response.completed``."""
+
+    def event(kind: str, **payload: Any) -> bytes:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **payload})}\n\n".encode()
+
+    items: list[dict[str, Any]] = []
+    shell = {"id": f"resp_{number}", "object": "response", "model": model, "output": []}
+    yield event("response.created", response={**shell, "status": "in_progress"})
+    reasoning = str(response.get("reasoning") or "")
+    if reasoning:
+        item: dict[str, Any] = {"id": f"rs_{number}", "type": "reasoning", "summary": []}
+        for piece in _pieces(reasoning):
+            yield event("response.reasoning_summary_text.delta", item_id=item["id"], delta=piece)
+        item["summary"] = [{"type": "summary_text", "text": reasoning}]
+        if "reasoning.encrypted_content" in (body.get("include") or ()):
+            item["encrypted_content"] = f"gAAAA-encrypted-{number}-{len(reasoning)}"
+        items.append(item)
+    content = str(response.get("content") or "")
+    if content:
+        for piece in _pieces(content):
+            yield event("response.output_text.delta", item_id=f"msg_{number}", delta=piece)
+        text = {"type": "output_text", "text": content, "annotations": []}
+        items.append(
+            {
+                "id": f"msg_{number}",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [text],
+            }
+        )
+    for k, call in enumerate(response.get("tool_calls") or ()):
+        arguments = _arguments_text(call)
+        for piece in _pieces(arguments):
+            yield event("response.function_call_arguments.delta", item_id=f"fc_{k}", delta=piece)
+        items.append(
+            {
+                "id": f"fc_{number}_{k}",
+                "type": "function_call",
+                "status": "completed",
+                "call_id": f"call_{number}_{k}",
+                "name": call["name"],
+                "arguments": arguments,
+            }
+        )
+    for index, item in enumerate(items):
+        yield event("response.output_item.done", output_index=index, item=item)
+    report = {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
+    done = {**shell, "status": "completed", "output": items, "usage": report}
+    yield event("response.completed", response=done)
 
 
 def _arguments_text(call: Mapping[str, Any]) -> str:

@@ -69,7 +69,7 @@ def test_l1_and_l2_become_cached_system_blocks(
     assert body["stream"] is True
 
 
-def test_cache_control_sits_exactly_on_the_breakpoint_blocks(
+def test_cache_control_sits_exactly_on_the_four_breakpoint_blocks(
     build_request: BuildRequest, fake_server: StartServer
 ) -> None:
     request = build_request()
@@ -78,6 +78,8 @@ def test_cache_control_sits_exactly_on_the_breakpoint_blocks(
     assert blocks_with_cache_control(body) == [
         "You are a careful coding agent.",
         '<project-rules file="CODE_LAW.md">\nAlways run the tests.\n</project-rules>',
+        # The previous step's history ended before the latest assistant reply.
+        "Fix the bug in app.py",
         history_end,
     ]
     assert history_end == "<system-reminder>\nUpdate the plan.\n</system-reminder>"
@@ -122,7 +124,7 @@ def test_mid_history_system_message_becomes_a_wrapped_user_note(
         "text": "<system-reminder>\nEarlier: the user asked for a fix.\n\n"
         "(Archived steps are kept verbatim in `a.md`.)\n</system-reminder>",
     }
-    assert first["content"][1] == {"type": "text", "text": "Fix the bug in app.py"}
+    assert first["content"][1]["text"] == "Fix the bug in app.py"
     assert len(body["system"]) == 2
 
 
@@ -399,3 +401,62 @@ def test_params_are_sent_and_reserved_ones_refused(
     assert (body["max_tokens"], body["temperature"]) == (100, 0.2)
     with pytest.raises(ValueError, match="system"):
         provider(server.base_url, system="x")
+
+
+THINKING_STEPS = [
+    {
+        "reasoning": "Write it first.",
+        "tool_calls": [{"name": "file_write", "arguments": {"path": "a.txt", "content": "x\n"}}],
+    },
+    {"content": "Done: a.txt now holds x, written with file_write."},
+]
+
+
+def test_thinking_blocks_go_back_signed_in_the_tool_loop(
+    tmp_path: Any, fake_server: StartServer
+) -> None:
+    from contextengine.agent.loop import Agent
+
+    server = fake_server("anthropic", THINKING_STEPS)
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    agent = Agent(provider(server.base_url, thinking=thinking), tmp_path / "ws", Config())
+    assert agent.run("Create a.txt holding x.").status == "completed"
+    first, second = (r.json() for r in server.answered)
+    assert first["thinking"] == thinking
+    (turn,) = [t for t in second["messages"] if t["role"] == "assistant"]
+    assert turn["content"][0] == {
+        "type": "thinking",
+        "thinking": "Write it first.",
+        "signature": "sig",
+    }
+    assert turn["content"][1]["type"] == "tool_use"
+
+
+def test_thinking_blocks_stay_home_while_thinking_is_off(build_request: BuildRequest) -> None:
+    signed = {"type": "thinking", "thinking": "hm", "signature": "s"}
+    entry = AssistantEntry(
+        text="Reading.",
+        tool_calls=(ToolCallRecord(id="call_1", name="file_read", arguments_json="{}"),),
+        provider_items=(signed,),
+    )
+    request = build_request(history=(UserEntry(text="go"), entry))
+    (turn,) = [
+        t for t in anthropic_body(request, thinking=True)["messages"] if t["role"] == "assistant"
+    ]
+    assert turn["content"][0] == signed
+    assert '"thinking"' not in json.dumps(anthropic_body(request))
+
+
+def test_one_hour_cache_ttl_marks_every_breakpoint(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    server = fake_server("anthropic", [{"content": "ok"}])
+    provider(server.base_url, cache_ttl="1h").complete(build_request())
+    body = server.requests[0].json()
+    marks = [b["cache_control"] for b in body["system"]]
+    marks += [
+        b["cache_control"] for t in body["messages"] for b in t["content"] if "cache_control" in b
+    ]
+    assert marks == [{"type": "ephemeral", "ttl": "1h"}] * 4
+    with pytest.raises(ValueError, match="cache_ttl"):
+        provider(server.base_url, cache_ttl="2h")  # type: ignore[arg-type]

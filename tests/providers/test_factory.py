@@ -13,6 +13,8 @@ from contextengine.providers.anthropic import AnthropicProvider
 from contextengine.providers.factory import LOCAL_BASE_URLS, PROVIDER_NAMES, make_provider
 from contextengine.providers.openai import OpenAIProvider
 from contextengine.providers.openai_compatible import OpenAICompatibleProvider
+from contextengine.providers.openai_responses import OpenAIResponsesProvider
+from contextengine.providers.wire import Generation
 
 from .conftest import BuildRequest, StartServer
 
@@ -21,10 +23,12 @@ def test_hosted_providers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-o")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-a")
     openai = make_provider("openai", "gpt-x")
+    chat = make_provider("openai-chat", "gpt-x")
     anthropic = make_provider("anthropic", "claude-x")
-    assert isinstance(openai, OpenAIProvider)
+    assert isinstance(openai, OpenAIResponsesProvider)
+    assert isinstance(chat, OpenAIProvider)
     assert isinstance(anthropic, AnthropicProvider)
-    assert (openai.model, anthropic.model) == ("gpt-x", "claude-x")
+    assert (openai.model, chat.model, anthropic.model) == ("gpt-x", "gpt-x", "claude-x")
 
 
 @pytest.mark.parametrize("name", ["vllm", "sglang", "llamacpp", "ollama"])
@@ -73,7 +77,7 @@ def test_a_missing_sdk_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatc
         make_provider("anthropic", "claude-x", api_key="k")
 
 
-@pytest.mark.parametrize("name", ["openai", "anthropic", "vllm"])
+@pytest.mark.parametrize("name", ["openai", "openai-chat", "anthropic", "vllm"])
 def test_timeout_and_retries_reach_every_http_adapter(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -82,6 +86,42 @@ def test_timeout_and_retries_reach_every_http_adapter(
     provider = make_provider(name, "m", timeout_s=7.5, max_retries=5)
     client = provider._client  # type: ignore[attr-defined]
     assert (client.timeout, client.max_retries, provider.max_retries) == (7.5, 5, 5)  # type: ignore[attr-defined]
+
+
+GENERATION_FIELDS = {
+    # provider, fake wire: the fields each API takes for max tokens, temperature, effort
+    ("openai", "responses"): {
+        "max_output_tokens": 50,
+        "temperature": 0.5,
+        "reasoning": {"effort": "high"},
+    },
+    ("openai-chat", "openai"): {
+        "max_completion_tokens": 50,
+        "temperature": 0.5,
+        "reasoning_effort": "high",
+    },
+    ("vllm", "openai"): {"max_tokens": 50, "temperature": 0.5, "reasoning_effort": "high"},
+    ("anthropic", "anthropic"): {
+        "max_tokens": 50,
+        "temperature": 0.5,
+        "output_config": {"effort": "high"},
+    },
+}
+
+
+@pytest.mark.parametrize(("name", "wire"), list(GENERATION_FIELDS))
+def test_generation_settings_reach_every_http_adapter_in_its_own_shape(
+    name: str, wire: str, build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    server = fake_server(wire, [{"content": "ok"}])
+    generation = Generation(max_tokens=50, temperature=0.5, reasoning_effort="high")
+    provider = make_provider(
+        name, "m", base_url=server.base_url, api_key="k", generation=generation
+    )
+    provider.complete(build_request())
+    body = server.requests[0].json()
+    expected = GENERATION_FIELDS[(name, wire)]
+    assert {k: body.get(k) for k in expected} == expected
 
 
 def test_cli_timeout_and_retries_bound_a_stalled_call(

@@ -229,3 +229,18 @@ def test_api_key_from_environment(
 def test_params_cannot_replace_what_the_adapter_sends() -> None:
     with pytest.raises(ValueError, match="prompt_cache_key"):
         OpenAIProvider("gpt-test", api_key="k", prompt_cache_key="x")
+
+
+def test_provider_items_of_other_adapters_stay_out_of_chat_messages(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    from contextengine import AssistantEntry, UserEntry
+
+    entry = AssistantEntry(text="Hello.", provider_items=({"type": "reasoning", "summary": []},))
+    request = build_request(history=(UserEntry(text="hi"), entry, UserEntry(text="again")))
+    assert any("provider_items" in m for m in request.messages)
+    server = fake_server("openai", [{"content": "ok"}])
+    provider(server.base_url).complete(request)
+    sent = sent_body(server)["messages"]
+    assert all("provider_items" not in m for m in sent)
+    assert {"role": "assistant", "content": "Hello."} in sent

@@ -194,3 +194,20 @@ def test_create_over_an_existing_log_leaves_its_files_alone(tmp_path):
         Session.create(tmp_path / "s", files={"session.json": "second"})
     assert (tmp_path / "s" / "session.json").read_text(encoding="utf-8") == "first"
     assert not [p for p in (tmp_path / "s").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_provider_items_are_logged_only_when_present_and_come_back_rendered(tmp_path):
+    s = Session.create(tmp_path / "s", session_id="fixed-id")
+    plain = AssistantEntry(text="plain")
+    signed = {"type": "thinking", "thinking": "hm", "signature": "sig"}
+    carried = AssistantEntry(text="with items", provider_items=(signed,))
+    s.append(plain)
+    s.append(carried)
+    s.close()
+    lines = (tmp_path / "s" / "session.jsonl").read_text().splitlines()
+    assert "provider_items" not in lines[1]
+    again = Session.open(tmp_path / "s")
+    first, second = again.records
+    assert first.entry == plain and "provider_items" not in first.messages[0]
+    assert second.entry == carried
+    assert second.messages[0]["provider_items"] == [signed]

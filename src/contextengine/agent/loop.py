@@ -535,7 +535,12 @@ class Agent:
             for k, c in enumerate(calls)
         )
         return self.session.append(
-            AssistantEntry(text=reply.content, tool_calls=records, reasoning=reply.reasoning)
+            AssistantEntry(
+                text=reply.content,
+                tool_calls=records,
+                reasoning=reply.reasoning,
+                provider_items=reply.provider_items,
+            )
         )
 
     def _run_tool(

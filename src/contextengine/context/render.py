@@ -32,6 +32,9 @@ from contextengine.session.entries import (
 Message = dict[str, Any]
 Protocol = Literal["native", "text"]
 
+PROVIDER_ITEMS = "provider_items"
+"""Key of an assistant message holding its opaque provider items (only when it has some)."""
+
 
 @dataclass(frozen=True)
 class RenderStyle:
@@ -55,6 +58,13 @@ def render_observation(tool: str, content: str, template: int, protocol: Protoco
 
 
 def _render(entry: Entry, index: int, session_id: str, style: RenderStyle) -> list[Message]:
+    if isinstance(entry, AssistantEntry) and entry.provider_items:
+        (message,) = _render_plain(entry, index, session_id, style)
+        return [{**message, PROVIDER_ITEMS: list(entry.provider_items)}]
+    return _render_plain(entry, index, session_id, style)
+
+
+def _render_plain(entry: Entry, index: int, session_id: str, style: RenderStyle) -> list[Message]:
     match entry:
         case UserEntry(text=text):
             return [{"role": "user", "content": text}]

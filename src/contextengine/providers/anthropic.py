@@ -8,8 +8,14 @@ Translation from the builder's OpenAI-format messages:
   most models, and the wrapper tells the model the text is a harness note;
 * ``tool`` messages become ``tool_result`` blocks in a user turn, assistant ``tool_calls``
   become ``tool_use`` blocks (ids kept), and consecutive same-role turns are merged;
-* each breakpoint message's last block carries ``cache_control`` (at most 4, the last
-  ones win), so the cache covers tools + system, then L2, then the persisted history.
+* each breakpoint message's last block carries ``cache_control``, all 4 of them where they
+  save most: tools + system (L1), L2, the end of the previous step's history (the prefix
+  the last request wrote, read back directly even when a step adds more than the API's
+  20-block lookback) and the end of the persisted history (written for the next step);
+  ``cache_ttl="1h"`` asks for the 1-hour cache on every breakpoint;
+* an assistant reply's thinking blocks (signature kept) are its provider items and open
+  that reply's turn again in every later request while extended thinking is on, as the
+  API requires in tool loops.
 
 Masks become ``tool_choice``: auto, ``any`` (a call is required), ``tool`` (exactly one
 tool allowed) or ``none``. A subset of several tools cannot be named in ``tool_choice``, so
@@ -29,10 +35,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anthropic
 
+from contextengine.context.render import PROVIDER_ITEMS
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.providers.base import StreamingProvider
@@ -44,12 +51,14 @@ from contextengine.providers.retry import (
 from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
+    Generation,
     ToolChoice,
     arguments_object,
     brief_error,
     canonical_arguments,
     check_params,
     one_line,
+    plain_text,
     require_api_key,
     resolve_tool_choice,
     text_field,
@@ -70,6 +79,8 @@ MAX_BREAKPOINTS = 4
 SYSTEM_NOTE = "<system-reminder>\n{text}\n</system-reminder>"
 EMPTY_TEXT = "(empty)"
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+CacheTTL = Literal["5m", "1h"]
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 PREFILL = "(Tools allowed for this step: {names}.)"
 
 RESERVED_PARAMS = frozenset(
@@ -89,11 +100,13 @@ Block = dict[str, Any]
 class AnthropicProvider(StreamingProvider):
     """Anthropic's Messages API, streamed.
 
-    ``params`` are extra Messages fields sent with every request (``temperature``,
-    ``top_p``, ``thinking`` ...); ``mask_prefill`` sends the assistant prefill that names
-    a masked subset of tools (see the module docstring). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; retries on
-    429/5xx/overload and timeouts are the SDK's own (``max_retries``), a 200 reply cut before
-    ``message_stop`` or otherwise broken is retried as often by ``providers.retry``.
+    ``generation`` becomes ``max_tokens``, ``temperature`` and ``output_config.effort``;
+    ``params`` are extra Messages fields sent with every request (``top_p``, ``thinking``
+    ...); ``cache_ttl`` is the lifetime of every cache breakpoint (``5m`` or ``1h``);
+    ``mask_prefill`` sends the assistant prefill that names a masked subset of tools (see
+    the module docstring). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; retries
+    on 429/5xx/overload and timeouts are the SDK's own (``max_retries``), a 200 reply cut
+    before ``message_stop`` or otherwise broken is retried as often by ``providers.retry``.
     """
 
     def __init__(
@@ -106,15 +119,19 @@ class AnthropicProvider(StreamingProvider):
         timeout: float = DEFAULT_TIMEOUT_S,
         retry_backoff_s: float = DEFAULT_BACKOFF_S,
         mask_prefill: bool = True,
+        generation: Generation | None = None,
+        cache_ttl: CacheTTL = "5m",
         **params: Any,
     ) -> None:
         check_params(params, RESERVED_PARAMS, "AnthropicProvider")
+        generation = generation or Generation()
         self.model = model
         self.mask_prefill = mask_prefill
-        self.max_tokens = max_tokens
+        self.max_tokens = generation.max_tokens or max_tokens
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
-        self._params = params
+        self.cache_control = cache_control(cache_ttl)
+        self._params = {**anthropic_generation(generation), **params}
         self._client = anthropic.Anthropic(
             api_key=require_api_key(api_key, "ANTHROPIC_API_KEY", "anthropic"),
             base_url=base_url,
@@ -125,14 +142,15 @@ class AnthropicProvider(StreamingProvider):
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
         """Send ``request`` and yield its text as it streams, then the whole reply."""
         thinking = _thinking_on(self._params)
-        body = anthropic_body(request, thinking=thinking, prefill=self.mask_prefill)
+        marks = self.cache_control
+        body = anthropic_body(request, thinking=thinking, prefill=self.mask_prefill, marks=marks)
         try:
             yield from retried(lambda: self._attempt(body), self.max_retries, self.retry_backoff_s)
         except ProviderError as exc:
             if not _refused_prefill(exc, body):
                 raise
             self.mask_prefill = False  # the model takes no prefill: stop sending one
-            body = anthropic_body(request, thinking=thinking, prefill=False)
+            body = anthropic_body(request, thinking=thinking, prefill=False, marks=marks)
             yield from retried(lambda: self._attempt(body), self.max_retries, self.retry_backoff_s)
 
     def _attempt(self, body: dict[str, Any]) -> Iterator[ReplyEvent]:
@@ -162,31 +180,72 @@ class AnthropicProvider(StreamingProvider):
         yield ReplyDone(reply)
 
 
+def anthropic_generation(generation: Generation) -> dict[str, Any]:
+    """Temperature and reasoning effort as Messages fields (``max_tokens`` is a parameter)."""
+    fields: dict[str, Any] = {}
+    if generation.temperature is not None:
+        fields["temperature"] = generation.temperature
+    if generation.reasoning_effort is not None:
+        fields["output_config"] = {"effort": generation.reasoning_effort}
+    return fields
+
+
+def cache_control(ttl: CacheTTL) -> dict[str, str]:
+    """The ``cache_control`` of a breakpoint; the default 5 minutes is left unsaid."""
+    if ttl not in ("5m", "1h"):
+        raise ValueError(f"cache_ttl must be '5m' or '1h', not {ttl!r}")
+    return dict(EPHEMERAL) if ttl == "5m" else {**EPHEMERAL, "ttl": ttl}
+
+
+def cache_breakpoints(request: Request) -> list[int]:
+    """The message indices that carry ``cache_control`` (at most ``MAX_BREAKPOINTS``).
+
+    The request's own breakpoints (end of L1, of L2, of the persisted history) plus the
+    end of the previous step's history: the message before the latest persisted assistant
+    reply, which is where the previous request's persisted history ended.
+    """
+    marked = request.breakpoints
+    if not marked:
+        return []
+    messages = request.messages
+    start = request.segments.l1 + request.segments.l2
+    for i in range(request.segments.persisted - 1, start, -1):
+        if messages[i]["role"] == "assistant":
+            marked = sorted({*marked, i - 1})
+            break
+    return marked[-MAX_BREAKPOINTS:]
+
+
 def anthropic_body(
-    request: Request, *, thinking: bool = False, prefill: bool = True
+    request: Request,
+    *,
+    thinking: bool = False,
+    prefill: bool = True,
+    marks: Mapping[str, str] = EPHEMERAL,
 ) -> dict[str, Any]:
     """``system``, ``messages``, ``tools`` and ``tool_choice`` for ``request``.
 
-    ``thinking``: extended thinking is on (no forced choice, no prefill); ``prefill``: name
-    a masked subset in an assistant prefill.
+    ``thinking``: extended thinking is on (no forced choice, no prefill, thinking blocks
+    sent back); ``prefill``: name a masked subset in an assistant prefill; ``marks``: the
+    ``cache_control`` of every breakpoint.
     """
     messages = request.messages
     layers = request.segments.l1 + request.segments.l2
     n_system = 0
     while n_system < min(layers, len(messages)) and messages[n_system]["role"] == "system":
         n_system += 1
-    marked = set(request.breakpoints[-MAX_BREAKPOINTS:])
+    marked = set(cache_breakpoints(request))
     system: list[Block] = []
     for i in range(n_system):
         block = _text(messages[i].get("content"))
         if i in marked:
-            block["cache_control"] = dict(EPHEMERAL)
+            block["cache_control"] = dict(marks)
         system.append(block)
     turns: list[dict[str, Any]] = []
     for i in range(n_system, len(messages)):
-        role, blocks = _blocks(messages[i])
+        role, blocks = _blocks(messages[i], thinking=thinking)
         if i in marked:
-            blocks[-1]["cache_control"] = dict(EPHEMERAL)
+            blocks[-1]["cache_control"] = dict(marks)
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
@@ -230,18 +289,21 @@ def _thinking_on(params: Mapping[str, Any]) -> bool:
     return isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled")
 
 
-def _blocks(message: Mapping[str, Any]) -> tuple[str, list[Block]]:
+def _blocks(message: Mapping[str, Any], *, thinking: bool = False) -> tuple[str, list[Block]]:
     role = message["role"]
     content = message.get("content")
     if role == "system":
-        return "user", [_text(SYSTEM_NOTE.format(text=_plain(content)))]
+        return "user", [_text(SYSTEM_NOTE.format(text=plain_text(content)))]
     if role == "tool":
         result: Block = {"type": "tool_result", "tool_use_id": message["tool_call_id"]}
-        if _plain(content):
-            result["content"] = _plain(content)
+        if plain_text(content):
+            result["content"] = plain_text(content)
         return "user", [result]
     if role == "assistant":
-        blocks = [_text(content)] if _plain(content).strip() else []
+        items = (message.get(PROVIDER_ITEMS) or ()) if thinking else ()
+        blocks = [dict(item) for item in items if item.get("type") in THINKING_BLOCKS]
+        if plain_text(content).strip():
+            blocks.append(_text(content))
         for call in message.get("tool_calls") or ():
             function = call["function"]
             blocks.append(
@@ -257,18 +319,9 @@ def _blocks(message: Mapping[str, Any]) -> tuple[str, list[Block]]:
 
 
 def _text(content: Any) -> Block:
-    text = _plain(content)
+    text = plain_text(content)
     # The API rejects empty and whitespace-only text blocks.
     return {"type": "text", "text": text if text.strip() else EMPTY_TEXT}
-
-
-def _plain(content: Any) -> str:
-    """Message content as text (a list of OpenAI text parts is joined)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
 
 
 def _tool(tool: Mapping[str, Any]) -> Block:
@@ -296,6 +349,18 @@ class _Block:
     id: str = ""
     name: str = ""
     parts: list[str] = field(default_factory=list)
+    signature: list[str] = field(default_factory=list)
+    data: str = ""
+
+    def provider_item(self) -> Block:
+        """This thinking block as the API needs it back."""
+        if self.kind == "redacted_thinking":
+            return {"type": "redacted_thinking", "data": self.data}
+        return {
+            "type": "thinking",
+            "thinking": "".join(self.parts),
+            "signature": "".join(self.signature),
+        }
 
 
 class _MessageAccumulator:
@@ -320,6 +385,7 @@ class _MessageAccumulator:
                 text_field(block.type),
                 text_field(getattr(block, "id", None) or ""),
                 text_field(getattr(block, "name", None) or ""),
+                data=text_field(getattr(block, "data", None) or ""),
             )
         elif kind == "content_block_delta":
             return self._delta(self.blocks[event.index], event.delta)
@@ -334,6 +400,8 @@ class _MessageAccumulator:
         if delta.type == "thinking_delta":
             block.parts.append(text_field(delta.thinking))
             return (ReasoningDelta(delta.thinking),)
+        if delta.type == "signature_delta":
+            block.signature.append(text_field(delta.signature))
         if delta.type == "input_json_delta":
             block.parts.append(text_field(delta.partial_json))
         return ()
@@ -372,4 +440,5 @@ class _MessageAccumulator:
                 model=model,
             ),
             finish_reason=_STOP.get(self.stop or "end_turn", "other"),
+            provider_items=tuple(b.provider_item() for b in ordered if b.kind in THINKING_BLOCKS),
         )

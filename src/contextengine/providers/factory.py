@@ -11,10 +11,11 @@ from typing import Any
 
 from contextengine.errors import ProviderError
 from contextengine.providers.base import Provider
-from contextengine.providers.wire import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
+from contextengine.providers.wire import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, Generation
 
 PROVIDER_NAMES: tuple[str, ...] = (
     "openai",
+    "openai-chat",
     "anthropic",
     "vllm",
     "sglang",
@@ -44,23 +45,44 @@ def make_provider(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     max_retries: int = DEFAULT_MAX_RETRIES,
     context_window: int | None = None,
+    generation: Generation | None = None,
+    prompt_cache_retention: str | None = None,
+    cache_ttl: str = "5m",
 ) -> Provider:
     """The provider called ``name`` (one of ``PROVIDER_NAMES``) for ``model``.
 
-    Self-hosted servers default to their usual local URL; ``openai-compatible`` needs
-    ``base_url``. Keys fall back to ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``. ``local``
-    runs a GGUF file in-process: ``model`` is its path. HTTP providers wait ``timeout_s``
-    for bytes and retry a failed or broken call ``max_retries`` times.
+    ``openai`` talks to the Responses API, ``openai-chat`` to Chat Completions. Self-hosted
+    servers default to their usual local URL; ``openai-compatible`` needs ``base_url``. Keys
+    fall back to ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``. ``local`` runs a GGUF file
+    in-process: ``model`` is its path. HTTP providers wait ``timeout_s`` for bytes and retry
+    a failed or broken call ``max_retries`` times. ``generation`` goes to every provider;
+    ``prompt_cache_retention`` to OpenAI's, ``cache_ttl`` (``5m`` / ``1h``) to Anthropic's.
     """
-    http = {"timeout": timeout_s, "max_retries": max_retries}
+    http: dict[str, Any] = {"timeout": timeout_s, "max_retries": max_retries}
+    generation = generation or Generation()
     if name not in PROVIDER_NAMES:
         raise ProviderError(f"unknown provider {name!r}; known: {', '.join(PROVIDER_NAMES)}")
     model = model or _DEFAULT_MODELS.get(name)
     if not model:
         raise ProviderError(f"provider {name!r} needs a model name")
     if name == "openai":
+        return _adapter("openai_responses", "OpenAIResponsesProvider", "openai")(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            generation=generation,
+            prompt_cache_retention=prompt_cache_retention,
+            **http,
+        )
+    if name == "openai-chat":
+        retention = {"prompt_cache_retention": prompt_cache_retention}
         return _adapter("openai", "OpenAIProvider", "openai")(
-            model, api_key=api_key, base_url=base_url, **http
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            generation=generation,
+            **http,
+            **(retention if prompt_cache_retention else {}),
         )
     if name == "local":
         local = _adapter("local", "LlamaCppProvider", "local")
@@ -69,10 +91,15 @@ def make_provider(
             n_ctx = importlib.import_module("contextengine.providers.local").local_n_ctx(
                 model, context_window
             )
-        return local(model, n_ctx=n_ctx)
+        return local(model, n_ctx=n_ctx, **_local_generation(generation))
     if name == "anthropic":
         return _adapter("anthropic", "AnthropicProvider", "anthropic")(
-            model, api_key=api_key, base_url=base_url, **http
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            generation=generation,
+            cache_ttl=cache_ttl,
+            **http,
         )
     if name == "openai-compatible" and base_url is None:
         raise ProviderError("provider 'openai-compatible' needs a base URL (--base-url)")
@@ -81,8 +108,19 @@ def make_provider(
         base_url or LOCAL_BASE_URLS[name],
         api_key=api_key or "EMPTY",
         server="generic" if name == "openai-compatible" else name,
+        generation=generation,
         **http,
     )
+
+
+def _local_generation(generation: Generation) -> dict[str, Any]:
+    """The settings the in-process engine takes (it has no reasoning effort)."""
+    fields: dict[str, Any] = {}
+    if generation.max_tokens is not None:
+        fields["max_tokens"] = generation.max_tokens
+    if generation.temperature is not None:
+        fields["temperature"] = generation.temperature
+    return fields
 
 
 def _adapter(module: str, cls: str, extra: str) -> Any:

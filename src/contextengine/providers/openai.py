@@ -32,9 +32,11 @@ from contextengine.providers.retry import (
 from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
+    Generation,
     ToolChoice,
     brief_error,
     canonical_arguments,
+    chat_messages,
     check_params,
     one_line,
     require_api_key,
@@ -68,9 +70,10 @@ _FINISH: dict[str, FinishReason] = {
 class OpenAIProvider(StreamingProvider):
     """OpenAI's Chat Completions API, streamed.
 
-    ``params`` are extra Chat Completions fields sent with every request (``temperature``,
-    ``max_completion_tokens``, ``reasoning_effort`` ...). The key comes from ``api_key`` or
-    ``OPENAI_API_KEY``; ``base_url`` defaults to the SDK's (``OPENAI_BASE_URL`` or OpenAI).
+    ``generation`` becomes ``max_completion_tokens``, ``temperature`` and
+    ``reasoning_effort``; ``params`` are extra Chat Completions fields sent with every
+    request. The key comes from ``api_key`` or ``OPENAI_API_KEY``; ``base_url`` defaults to
+    the SDK's (``OPENAI_BASE_URL`` or OpenAI).
     """
 
     def __init__(
@@ -81,13 +84,14 @@ class OpenAIProvider(StreamingProvider):
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: float = DEFAULT_TIMEOUT_S,
         retry_backoff_s: float = DEFAULT_BACKOFF_S,
+        generation: Generation | None = None,
         **params: Any,
     ) -> None:
         check_params(params, RESERVED_PARAMS, "OpenAIProvider")
         self.model = model
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
-        self._params = params
+        self._params = {**chat_generation(generation or Generation()), **params}
         self._client = openai.OpenAI(
             api_key=require_api_key(api_key, "OPENAI_API_KEY", "openai"),
             base_url=base_url,
@@ -97,7 +101,7 @@ class OpenAIProvider(StreamingProvider):
 
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
         """Send ``request`` and yield its text as it streams, then the whole reply."""
-        body: dict[str, Any] = {"messages": request.messages}
+        body: dict[str, Any] = {"messages": chat_messages(request)}
         choice = resolve_tool_choice(request)
         if choice is not None:
             body["tools"] = request.tools
@@ -110,6 +114,20 @@ class OpenAIProvider(StreamingProvider):
             self.max_retries,
             self.retry_backoff_s,
         )
+
+
+def chat_generation(
+    generation: Generation, max_tokens_field: str = "max_completion_tokens"
+) -> dict[str, Any]:
+    """The generation settings as Chat Completions fields (unset ones are left out)."""
+    fields: dict[str, Any] = {}
+    if generation.max_tokens is not None:
+        fields[max_tokens_field] = generation.max_tokens
+    if generation.temperature is not None:
+        fields["temperature"] = generation.temperature
+    if generation.reasoning_effort is not None:
+        fields["reasoning_effort"] = generation.reasoning_effort
+    return fields
 
 
 def openai_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:

@@ -40,12 +40,19 @@ from contextengine.context.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.local.grammar import call_array_grammar
 from contextengine.providers.base import StreamingProvider
-from contextengine.providers.openai import RESERVED_PARAMS, named_function, stream_chat
+from contextengine.providers.openai import (
+    RESERVED_PARAMS,
+    chat_generation,
+    named_function,
+    stream_chat,
+)
 from contextengine.providers.retry import DEFAULT_BACKOFF_S, retried
 from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
+    Generation,
     ToolChoice,
+    chat_messages,
     check_params,
     resolve_tool_choice,
 )
@@ -65,8 +72,9 @@ class OpenAICompatibleProvider(StreamingProvider):
 
     ``server`` selects how masks are enforced (see the module docstring);
     ``legacy_guided_json`` sends vLLM's pre-0.12 ``guided_json`` field instead of
-    ``structured_outputs``. ``params`` are extra body fields sent with every request
-    (``temperature``, ``top_k``, ``chat_template_kwargs`` ...).
+    ``structured_outputs``. ``generation`` becomes ``max_tokens``, ``temperature`` and
+    ``reasoning_effort``; ``params`` are extra body fields sent with every request
+    (``top_k``, ``chat_template_kwargs`` ...).
     """
 
     def __init__(
@@ -79,6 +87,7 @@ class OpenAICompatibleProvider(StreamingProvider):
         timeout: float = DEFAULT_TIMEOUT_S,
         legacy_guided_json: bool = False,
         retry_backoff_s: float = DEFAULT_BACKOFF_S,
+        generation: Generation | None = None,
         **params: Any,
     ) -> None:
         if server not in SERVERS:
@@ -90,14 +99,14 @@ class OpenAICompatibleProvider(StreamingProvider):
         self.legacy_guided_json = legacy_guided_json
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
-        self._params = params
+        self._params = {**chat_generation(generation or Generation(), "max_tokens"), **params}
         self._client = openai.OpenAI(
             api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
         )
 
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
         """Send ``request`` and yield its text as it streams, then the whole reply."""
-        body: dict[str, Any] = {"messages": request.messages, "user": request.session_id}
+        body: dict[str, Any] = {"messages": chat_messages(request), "user": request.session_id}
         choice = resolve_tool_choice(request)
         constrained = False
         if choice is not None:

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from contextengine.context.canonical import canonical_json
+from contextengine.context.render import PROVIDER_ITEMS
 from contextengine.context.request import Request
 from contextengine.errors import MissingAPIKeyError, ProviderError
+from contextengine.types import ReasoningEffort
 from contextengine.untrusted import parse_json, valid_text
 
 ChoiceKind = Literal["none", "auto", "required"]
@@ -23,6 +25,16 @@ DEFAULT_TIMEOUT_S = 120.0
 
 DEFAULT_MAX_RETRIES = 2
 """Retries after a transient failure (connection, timeout, 408/409/429/5xx, broken stream)."""
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Generation settings every adapter sends in its own shape; ``None`` leaves the
+    API's default (Anthropic, which requires ``max_tokens``, then uses 4096)."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    reasoning_effort: ReasoningEffort | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,18 @@ def resolve_tool_choice(request: Request) -> ToolChoice | None:
     return ToolChoice("required" if must_call else "auto", names)
 
 
+def chat_messages(request: Request) -> list[dict[str, Any]]:
+    """The request's messages for a Chat Completions body, without provider items.
+
+    Only a session that another adapter answered before has such items; they mean
+    nothing to a chat server, which may reject the unknown key.
+    """
+    return [
+        {k: v for k, v in m.items() if k != PROVIDER_ITEMS} if PROVIDER_ITEMS in m else m
+        for m in request.messages
+    ]
+
+
 def canonical_arguments(raw: str) -> str:
     """Tool-call arguments as recorded: canonical JSON when ``raw`` parses strictly, else ``raw``."""
     try:
@@ -101,6 +125,15 @@ def check_params(params: Mapping[str, Any], reserved: frozenset[str], owner: str
     clash = sorted(set(params) & reserved)
     if clash:
         raise ValueError(f"{owner}: {clash} are set by the adapter and cannot be passed as params")
+
+
+def plain_text(content: Any) -> str:
+    """Message content as text (a list of OpenAI text parts is joined)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
 
 
 def one_line(text: object) -> str:

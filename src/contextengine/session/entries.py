@@ -7,9 +7,16 @@ entry is rendered (``contextengine.context.render``) and in the provider adapter
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
 
 from contextengine.types import ToolCall
 
@@ -49,12 +56,25 @@ class UserEntry(_Entry):
 
 
 class AssistantEntry(_Entry):
-    """One assistant reply: thought/answer text and the tool calls it made."""
+    """One assistant reply: thought/answer text and the tool calls it made.
+
+    ``provider_items`` are the reply's opaque provider items (``ModelReply.provider_items``),
+    rendered with the reply so the provider gets them back on every later request.
+    """
 
     kind: Literal["assistant"] = "assistant"
     text: str = ""
     tool_calls: tuple[ToolCallRecord, ...] = ()
     reasoning: str = ""
+    provider_items: tuple[dict[str, Any], ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_items(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Logs of replies without provider items keep the line they always had.
+        data: dict[str, Any] = handler(self)
+        if not self.provider_items:
+            data.pop("provider_items", None)
+        return data
 
     @property
     def is_final(self) -> bool:
