@@ -1,0 +1,64 @@
+"""The code map of one workspace (R17): parsed sources, ranked, rendered to a budget."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from contextengine.codemap.index import SourceIndex
+from contextengine.codemap.rank import rank_definitions
+from contextengine.codemap.render import fit
+from contextengine.tools.workspace import Workspace
+
+DEFAULT_TOKENS = 1024
+
+
+@dataclass(frozen=True)
+class CodeMapView:
+    """One rendering: the map's text and tokens, what it shows and what it was made from."""
+
+    text: str
+    tokens: int
+    definitions_shown: int
+    definitions_total: int
+    files_shown: int
+    files_parsed: int
+    truncated_walk: bool
+
+    def summary(self) -> str:
+        """``12 of 40 definitions in 5 of 9 source files`` (and when the walk was cut)."""
+        line = (
+            f"{self.definitions_shown} of {self.definitions_total} definitions in "
+            f"{self.files_shown} of {self.files_parsed} source files"
+        )
+        return line + (" (the walk stopped at its file limit)" if self.truncated_walk else "")
+
+
+class CodeMap:
+    """A workspace's code map; files are re-parsed only when they changed."""
+
+    def __init__(self, workspace: Workspace, max_tokens: int = DEFAULT_TOKENS) -> None:
+        self.index = SourceIndex(workspace)
+        self.max_tokens = max_tokens
+
+    def build(
+        self,
+        max_tokens: int | None = None,
+        focus_files: Collection[str] = (),
+        focus_names: Collection[str] = (),
+    ) -> CodeMapView:
+        """The best-ranked definitions that fit ``max_tokens`` (default: the map's budget),
+        personalised to ``focus_files`` (workspace paths) and ``focus_names``."""
+        files = self.index.refresh()
+        ranking = rank_definitions(files, set(focus_files), set(focus_names))
+        ranked = [(path, name) for path, name, _score in ranking.definitions]
+        shown = fit(ranked, files, self.max_tokens if max_tokens is None else max_tokens)
+        return CodeMapView(
+            text=shown.text,
+            tokens=shown.tokens,
+            definitions_shown=shown.definitions,
+            definitions_total=len(ranked),
+            files_shown=shown.files,
+            files_parsed=len(files),
+            truncated_walk=self.index.truncated,
+        )

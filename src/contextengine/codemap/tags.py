@@ -1,0 +1,72 @@
+"""One source file's definitions and references, read from its tree-sitter parse."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contextengine.codemap.grammars import Grammar
+
+LINE_CHARS = 100  # a minified or generated line is cut, as it says nothing more past this
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A name a file defines: its kind (``class``, ``function``, ``method`` ...), the
+    0-based row of its name, the rows its definition spans and the name's source line."""
+
+    name: str
+    category: str
+    line: int
+    first: int
+    last: int
+    text: str
+
+
+@dataclass(frozen=True)
+class FileTags:
+    """What one file defines and the identifiers it uses (with repeats, in order)."""
+
+    path: str
+    definitions: tuple[Definition, ...]
+    references: tuple[str, ...]
+
+
+def file_tags(path: str, source: bytes, grammar: Grammar) -> FileTags:
+    """Parse ``source`` and collect its definitions (the grammar's tags query) and its
+    references (identifiers other than the defined names themselves)."""
+    import tree_sitter
+
+    root = tree_sitter.Parser(grammar.language).parse(source).root_node
+    lines = source.decode("utf-8", errors="replace").split("\n")
+    found: dict[tuple[str, int, int], Definition] = {}
+    name_spans: set[tuple[int, int]] = set()
+    for _pattern, captures in tree_sitter.QueryCursor(grammar.tags).matches(root):
+        kind = next((k for k in captures if k.startswith("definition.")), None)
+        if kind is None or not captures.get("name"):
+            continue
+        name_node, node = captures["name"][0], captures[kind][0]
+        row = name_node.start_point.row
+        key = (_text(name_node), row, name_node.start_point.column)
+        name_spans.add((name_node.start_byte, name_node.end_byte))
+        found.setdefault(
+            key,
+            Definition(
+                name=key[0],
+                category=kind.removeprefix("definition."),
+                line=row,
+                first=node.start_point.row,
+                last=node.end_point.row,
+                text=lines[row].rstrip()[:LINE_CHARS] if row < len(lines) else "",
+            ),
+        )
+    references = tuple(
+        _text(node)
+        for node in tree_sitter.QueryCursor(grammar.references).captures(root).get("name", ())
+        if (node.start_byte, node.end_byte) not in name_spans
+    )
+    definitions = sorted(found.values(), key=lambda d: (d.line, d.name))
+    return FileTags(path, tuple(definitions), references)
+
+
+def _text(node: object) -> str:
+    return node.text.decode("utf-8", errors="replace")  # type: ignore[attr-defined]
