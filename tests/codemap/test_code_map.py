@@ -41,7 +41,9 @@ def test_definitions_and_references_are_read_from_each_language(code_ws: Path) -
     assert cart_js == {"CartView": "class", "render": "method", "formatPrice": "function"}
     types_ts = {d.name: d.category for d in files["web/types.ts"].definitions}
     assert types_ts == {"CartLine": "interface", "totalOf": "function"}
-    assert {"Cart", "format_price", "total_cents"} <= set(files["shop/checkout.py"].references)
+    checkout_uses = set(files["shop/checkout.py"].references)
+    assert {"Cart", "format_price", "total_cents"} <= checkout_uses
+    assert not {"shop", "models"} & checkout_uses, "an import's module path is no use of a name"
     assert {"CartView", "formatPrice", "render"} <= set(files["web/app.js"].references)
     assert "CartLine" in files["web/summary.ts"].references
     assert files["shop/checkout.py"].references.count("checkout_order") == 1, "its call only"

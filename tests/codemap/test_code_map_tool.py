@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,10 +71,17 @@ def test_with_code_map_adds_the_tool_to_a_toolset() -> None:
 def test_the_agent_injects_the_map_once_and_again_only_after_an_edit(code_ws: Path) -> None:
     edit = {
         "name": "file_edit",
-        "arguments": {"path": "shop/legacy.py", "old_text": "unused_helper", "new_text": "old_helper"},
+        "arguments": {
+            "path": "shop/legacy.py",
+            "old_text": "unused_helper",
+            "new_text": "old_helper",
+        },
     }
     script = [
-        {"content": "Mapping.", "tool_calls": [{"name": "code_map", "arguments": {"focus": ["Cart"]}}]},
+        {
+            "content": "Mapping.",
+            "tool_calls": [{"name": "code_map", "arguments": {"focus": ["Cart"]}}],
+        },
         {"content": "The cart lives in shop/models.py."},
         {"content": "Still the same code, nothing to add."},
         {"content": "Renaming.", "tool_calls": [edit]},
@@ -90,9 +100,7 @@ def test_the_agent_injects_the_map_once_and_again_only_after_an_edit(code_ws: Pa
     assert all(r.tools == requests[0].tools for r in requests)
     assert "code_map" in [t["function"]["name"] for t in requests[0].tools]
     assert "Code map of the workspace" not in requests[0].messages[0]["content"]
-    result = next(
-        r.entry for r in agent.session.records if isinstance(r.entry, ToolResultEntry)
-    )
+    result = next(r.entry for r in agent.session.records if isinstance(r.entry, ToolResultEntry))
     assert "shop/models.py:" in result.content and "class Cart:" in result.content
     assert agent.stats()["cache_breaks"] == {}
 
@@ -100,3 +108,24 @@ def test_the_agent_injects_the_map_once_and_again_only_after_an_edit(code_ws: Pa
 def test_the_code_map_is_off_by_default(code_ws: Path) -> None:
     agent = Agent(ScriptedProvider([{"content": "Nothing to map today."}]), code_ws, Config())
     assert "code_map" not in agent.toolset.names and agent.tool_context.code_map is None
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTENGINE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "contextengine.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_the_cli_prints_the_map_and_refuses_a_missing_folder(code_ws: Path) -> None:
+    shown = run_cli("codemap", str(code_ws), "--tokens", "64", "--focus", "shop/checkout.py")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("shop/models.py:\n")
+    assert "definitions in" in shown.stderr and "tokens" in shown.stderr
+    missing = run_cli("codemap", str(code_ws / "nope"))
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == f"contextengine: error: {code_ws / 'nope'}: not a folder"

@@ -7,7 +7,8 @@ are any) says which files matter; a file's rank flows out along its edges, and w
 reaches a ``(file, name)`` pair is that definition's score. Edge weights favour
 distinctive names (long snake_case or CamelCase), names in focus, and uses from files in
 focus; they damp private names (``_x``), names defined in many files, and repeated uses
-(square root). Definitions no other file uses come after all used ones, ordered by the
+(square root). A use of a name several files define is shared among them (a ``.text``
+attribute says little about which ``text`` is meant). Definitions no other file uses come after all used ones, ordered by the
 rank of their file.
 """
 
@@ -105,7 +106,7 @@ def reference_edges(
         targets = sorted(definers[name])
         factor = _name_factor(name, len(targets), name in focus_names)
         for source, count in sorted(uses[name].items()):
-            weight = factor * math.sqrt(count)
+            weight = factor * math.sqrt(count) / len(targets)
             if source in focus_files:
                 weight *= FOCUS_FILE_FACTOR
             edges += [Edge(source, t, name, weight) for t in targets if t != source]

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from contextengine.codemap.grammars import Grammar
 
 LINE_CHARS = 100  # a minified or generated line is cut, as it says nothing more past this
+# Python's import statements name modules, not definitions: ``from pkg.mod import Name``
+# uses ``Name`` but not a function that happens to be called ``pkg``.
+_MODULE_PATH_PARTS = frozenset({"dotted_name", "aliased_import", "relative_import"})
 
 
 @dataclass(frozen=True)
@@ -62,10 +66,23 @@ def file_tags(path: str, source: bytes, grammar: Grammar) -> FileTags:
     references = tuple(
         _text(node)
         for node in tree_sitter.QueryCursor(grammar.references).captures(root).get("name", ())
-        if (node.start_byte, node.end_byte) not in name_spans
+        if (node.start_byte, node.end_byte) not in name_spans and not _in_module_path(node)
     )
     definitions = sorted(found.values(), key=lambda d: (d.line, d.name))
     return FileTags(path, tuple(definitions), references)
+
+
+def _in_module_path(node: Any) -> bool:
+    """Whether an identifier is part of a module path in an import statement."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type in _MODULE_PATH_PARTS:
+        child, parent = parent, parent.parent
+    if child is node or parent is None:
+        return False
+    if parent.type == "import_statement":
+        return True
+    module = parent.child_by_field_name("module_name")
+    return parent.type == "import_from_statement" and module is not None and module == child
 
 
 def _text(node: object) -> str:
