@@ -130,3 +130,15 @@ def test_the_injector_adds_the_map_once_until_the_code_changes(code_ws: Path) ->
 
 def test_an_empty_workspace_injects_nothing(tmp_path: Path) -> None:
     assert CodeMapInjector(code_map(tmp_path)).inject("anything") is None
+
+
+def test_a_map_is_ranked_again_only_after_a_change(code_ws: Path) -> None:
+    cmap = code_map(code_ws)
+    first = cmap.build()
+    version = cmap.index.version
+    assert cmap.build() is first and cmap.index.version == version
+    assert cmap.build(focus_files={"web/app.js"}) is not first
+    (code_ws / "web/more.ts").write_text("export function totalOfAll() { return totalOf([]); }\n")
+    changed = cmap.build()
+    assert cmap.index.version == version + 1
+    assert changed is not first and changed.files_parsed == first.files_parsed + 1

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from contextengine.codemap.index import SourceIndex
 from contextengine.codemap.rank import rank_definitions
 from contextengine.codemap.render import fit
+from contextengine.codemap.tags import FileTags
 from contextengine.tools.workspace import Workspace
 
 DEFAULT_TOKENS = 1024
@@ -35,11 +36,14 @@ class CodeMapView:
 
 
 class CodeMap:
-    """A workspace's code map; files are re-parsed only when they changed."""
+    """A workspace's code map; files are re-parsed, and maps ranked again, only when
+    files changed."""
 
     def __init__(self, workspace: Workspace, max_tokens: int = DEFAULT_TOKENS) -> None:
         self.index = SourceIndex(workspace)
         self.max_tokens = max_tokens
+        self._views: dict[tuple[object, ...], CodeMapView] = {}
+        self._version = -1
 
     def build(
         self,
@@ -50,9 +54,25 @@ class CodeMap:
         """The best-ranked definitions that fit ``max_tokens`` (default: the map's budget),
         personalised to ``focus_files`` (workspace paths) and ``focus_names``."""
         files = self.index.refresh()
-        ranking = rank_definitions(files, set(focus_files), set(focus_names))
+        if self.index.version != self._version:
+            self._views.clear()
+            self._version = self.index.version
+        budget = self.max_tokens if max_tokens is None else max_tokens
+        key = (budget, frozenset(focus_files), frozenset(focus_names))
+        if key not in self._views:
+            self._views[key] = self._build(files, budget, key[1], key[2])
+        return self._views[key]
+
+    def _build(
+        self,
+        files: Mapping[str, FileTags],
+        budget: int,
+        focus_files: frozenset[str],
+        focus_names: frozenset[str],
+    ) -> CodeMapView:
+        ranking = rank_definitions(files, focus_files, focus_names)
         ranked = [(path, name) for path, name, _score in ranking.definitions]
-        shown = fit(ranked, files, self.max_tokens if max_tokens is None else max_tokens)
+        shown = fit(ranked, files, budget)
         return CodeMapView(
             text=shown.text,
             tokens=shown.tokens,

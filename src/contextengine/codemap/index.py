@@ -29,12 +29,14 @@ class _Parsed:
 
 
 class SourceIndex:
-    """Definitions and references of every source file the map understands."""
+    """Definitions and references of every source file the map understands; ``version``
+    goes up whenever a walk found a file added, changed or removed."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self._parsed: dict[str, _Parsed] = {}
         self.truncated = False
+        self.version = 0
 
     def refresh(self) -> Mapping[str, FileTags]:
         """Walk the workspace and return each source file's tags, by workspace path."""
@@ -59,6 +61,10 @@ class SourceIndex:
                 parsed = self._parse(Spot(dir_fd, name, parts), path, language)
                 if parsed is not None:
                     seen[path] = parsed
+        if seen.keys() != self._parsed.keys() or any(
+            seen[path] is not self._parsed[path] for path in seen
+        ):
+            self.version += 1
         self._parsed = seen
         return {path: parsed.tags for path, parsed in seen.items()}
 
