@@ -6,9 +6,10 @@ Grammars come from the tree-sitter project's own per-language wheels (the option
 ``@definition.*`` captures name what a file defines. TypeScript's query only adds to
 JavaScript's (its grammar extends JavaScript's), so both are joined for it.
 
-References are every identifier leaf of the kinds listed per language: the tags queries
-mark only calls, and a name used as a base class, a type or an import ties files together
-as much as a call does.
+References are the queries' ``@reference.*`` captures (calls) and every identifier leaf of
+the kinds listed per language: a name used as a base class, a type or an import ties files
+together as much as a call does. Property names are left to the queries, which count them
+where they are called (``obj.method()``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class GrammarSpec:
     identifiers: tuple[str, ...]
 
 
-_JS_IDENTIFIERS = ("identifier", "property_identifier", "shorthand_property_identifier")
+_JS_IDENTIFIERS = ("identifier", "shorthand_property_identifier")
 
 GRAMMARS: dict[str, GrammarSpec] = {
     "python": GrammarSpec(
