@@ -1,4 +1,4 @@
-"""The code map over a real Python + JavaScript + TypeScript workspace (real tree-sitter)."""
+"""The code map (R17.1) over a real Python + JavaScript + TypeScript workspace (real tree-sitter)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``code_map`` as a tool and the map as a note, through the registry and the real loop."""
+"""``code_map`` (R17.1): the tool, the note through the real loop, and the CLI."""
 
 from __future__ import annotations
 

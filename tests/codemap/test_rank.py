@@ -1,4 +1,4 @@
-"""PageRank and definition ranking over hand-made tags (no parsing needed)."""
+"""PageRank and definition ranking of the code map (R17.1) over hand-made tags."""
 
 from __future__ import annotations
 
