@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextengine.codemap import CodeMap, CodeMapInjector
+from contextengine.codemap import CodeMap, CodeMapInjector, CodeMapUnavailable, grammars
 from contextengine.codemap.rank import rank_definitions
 from contextengine.context.tokens import count_tokens
 from contextengine.memory.injectors import run_injectors
@@ -142,3 +143,15 @@ def test_a_map_is_ranked_again_only_after_a_change(code_ws: Path) -> None:
     changed = cmap.build()
     assert cmap.index.version == version + 1
     assert changed is not first and changed.files_parsed == first.files_parsed + 1
+
+
+def test_without_the_grammars_the_map_says_which_extra_to_install(
+    code_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grammars.grammar.cache_clear()
+    monkeypatch.setitem(sys.modules, "tree_sitter_python", None)
+    try:
+        with pytest.raises(CodeMapUnavailable, match=r"pip install 'contextengine\[codemap\]'"):
+            code_map(code_ws).build()
+    finally:
+        grammars.grammar.cache_clear()

@@ -68,7 +68,10 @@ def test_with_code_map_adds_the_tool_to_a_toolset() -> None:
     assert "code_map" in names and set(default_toolset().names) < set(names)
 
 
-def test_the_agent_injects_the_map_once_and_again_only_after_an_edit(code_ws: Path) -> None:
+@pytest.mark.parametrize("history_mode", ["full", "compressed"])
+def test_the_agent_injects_the_map_once_and_again_only_after_an_edit(
+    code_ws: Path, history_mode: str
+) -> None:
     edit = {
         "name": "file_edit",
         "arguments": {
@@ -89,7 +92,9 @@ def test_the_agent_injects_the_map_once_and_again_only_after_an_edit(code_ws: Pa
         {"content": "The map now shows old_helper."},
     ]
     provider = ScriptedProvider(script)
-    agent = Agent(provider, code_ws, Config(code_map=True, code_map_tokens=512))
+    agent = Agent(
+        provider, code_ws, Config(code_map=True, code_map_tokens=512, history_mode=history_mode)
+    )
     for message in ("Where is the cart?", "And now?", "Rename unused_helper.", "Map again?"):
         agent.run(message)
     notes = [r.entry for r in agent.session.records if isinstance(r.entry, NoteEntry)]
