@@ -9,7 +9,7 @@ from contextengine.codemap.index import SourceIndex
 from contextengine.codemap.rank import rank_definitions
 from contextengine.codemap.render import fit
 from contextengine.codemap.tags import FileTags
-from contextengine.tools.workspace import Workspace
+from contextengine.tools.workspace import PathRefused, Workspace
 
 DEFAULT_TOKENS = 1024
 
@@ -33,6 +33,34 @@ class CodeMapView:
             f"{self.files_shown} of {self.files_parsed} source files"
         )
         return line + (" (the walk stopped at its file limit)" if self.truncated_walk else "")
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What a map centres on: workspace files, and names to favour."""
+
+    files: frozenset[str] = frozenset()
+    names: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, workspace: Workspace, items: Collection[str]) -> Focus:
+        """Items naming an existing workspace file are files (as workspace paths); the
+        rest are names."""
+        files, names = set(), []
+        for item in items:
+            try:
+                real = workspace.resolve(item)
+            except (PathRefused, OSError, ValueError):
+                real = None
+            if real is not None and real.is_file():
+                files.add(workspace.display(real))
+            else:
+                names.append(item)
+        return cls(frozenset(files), tuple(names))
+
+    def describe(self) -> str:
+        """The focus as one comma-separated line."""
+        return ", ".join([*sorted(self.files), *self.names]) or "the whole workspace"
 
 
 class CodeMap:

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from contextengine.codemap.code_map import DEFAULT_TOKENS, CodeMap
+from contextengine.codemap.code_map import DEFAULT_TOKENS, CodeMap, Focus
 from contextengine.errors import ContextEngineError
-from contextengine.tools.workspace import PathRefused, Workspace
+from contextengine.tools.workspace import Workspace
 
 
 def codemap_command(
@@ -28,16 +28,7 @@ def codemap_command(
     if not workspace.is_dir():
         raise ContextEngineError(f"{workspace}: not a folder")
     space = Workspace(workspace)
-    files, names = set(), []
-    for item in focus or ():
-        try:
-            real = space.resolve(item)
-        except (PathRefused, OSError):
-            real = None
-        if real is not None and real.is_file():
-            files.add(space.display(real))
-        else:
-            names.append(item)
-    view = CodeMap(space, tokens).build(tokens, files, names)
+    centre = Focus.of(space, focus or ())
+    view = CodeMap(space, tokens).build(tokens, centre.files, centre.names)
     typer.echo(view.text or "(no definitions found)")
     typer.echo(f"-- {view.summary()}, {view.tokens} tokens", err=True)

@@ -14,11 +14,10 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextengine.codemap import CodeMapUnavailable
+from contextengine.codemap import CodeMapUnavailable, Focus
 from contextengine.tools.base import Tool, ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import Toolset
-from contextengine.tools.workspace import PathRefused
 
 MIN_TOKENS = 64
 MAX_TOKENS = 16_384
@@ -45,22 +44,18 @@ class CodeMapTool:
         if ctx.code_map is None:
             return ToolOutcome.fail("unavailable", "the code map is off (setting code_map)")
         if args.focus:
-            located = [(item, _workspace_path(ctx, item)) for item in args.focus]
-            files = {path for _item, path in located if path is not None}
-            names = [item for item, path in located if path is None]
+            focus = Focus.of(ctx.workspace, args.focus)
         else:
-            files = {ctx.workspace.display(Path(real)) for real in ctx.read_mtimes}
-            names = []
+            focus = Focus(frozenset(ctx.workspace.display(Path(r)) for r in ctx.read_mtimes))
         try:
-            view = ctx.code_map.build(args.max_tokens, files, names)
+            view = ctx.code_map.build(args.max_tokens, focus.files, focus.names)
         except CodeMapUnavailable as exc:
             return ToolOutcome.fail("unavailable", str(exc))
-        focus = ", ".join(sorted(files) + names) or "the whole workspace"
-        head = f"Code map ({view.summary()}; focus: {focus}; line│source):"
+        head = f"Code map ({view.summary()}; focus: {focus.describe()}; line│source):"
         body = view.text or "(no definitions found in the workspace's Python/JS/TS files)"
         data = {
-            "focus_files": sorted(files),
-            "focus_names": names,
+            "focus_files": sorted(focus.files),
+            "focus_names": list(focus.names),
             "definitions_shown": view.definitions_shown,
             "definitions_total": view.definitions_total,
             "files_shown": view.files_shown,
@@ -68,15 +63,6 @@ class CodeMapTool:
             "tokens": view.tokens,
         }
         return ToolOutcome.ok(f"{head}\n{body}", data, kind="file")
-
-
-def _workspace_path(ctx: ToolContext, item: str) -> str | None:
-    """The workspace path of an existing file named by ``item``, else ``None``."""
-    try:
-        real = ctx.workspace.resolve(item)
-    except (PathRefused, OSError, ValueError):
-        return None
-    return ctx.workspace.display(real) if real.is_file() else None
 
 
 def with_code_map(toolset: Toolset) -> Toolset:
