@@ -10,9 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextengine.codemap import CodeMap, CodeMapInjector, CodeMapUnavailable, grammars
+from contextengine.codemap import CodeMap, CodeMapUnavailable, grammars
 from contextengine.codemap.rank import rank_definitions
 from contextengine.context.tokens import count_tokens
+from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import run_injectors
 from contextengine.tools.workspace import Workspace
 

@@ -37,7 +37,7 @@ from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_pro
 from contextengine.agent.replies import valid_reply
 from contextengine.agent.stats import AgentStats
 from contextengine.agent.text_protocol import parse_text_reply
-from contextengine.codemap import CodeMap, CodeMapInjector
+from contextengine.codemap import CodeMap
 from contextengine.compress.externalize import CompressedRef, Externalizer
 from contextengine.compress.observation import ObservationProcessor
 from contextengine.compress.prune import Pruner
@@ -51,6 +51,7 @@ from contextengine.context.tokens import count_tokens
 from contextengine.errors import ContextEngineError, ProviderError
 from contextengine.measure.request_log import RequestLog
 from contextengine.measure.usage_log import UsageLog, UsageRecord
+from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import Injector
 from contextengine.memory.reboot import REBOOT_NOTICE
 from contextengine.memory.rules import STRIKE_RULE
