@@ -25,6 +25,7 @@ from contextengine.agent.events import (
     ToolResultEvent,
     UsageEvent,
 )
+from contextengine.codemap.command import codemap_command
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.commands import replay_command, report_command
@@ -318,6 +319,7 @@ app.command("inspect")(inspect_command)
 app.command("sessions")(sessions_command)
 app.command("profile")(profile_command)
 app.command("proxy")(proxy_command)
+app.command("codemap")(codemap_command)
 
 
 def _settings(

@@ -168,6 +168,15 @@ class Config(BaseModel):
         description="Let web_fetch reach private, loopback and link-local addresses.",
     )
 
+    code_map: bool = Field(
+        False,
+        description="Map the workspace's code (needs the codemap extra): the map is injected "
+        "once per turn while files are unchanged, and the code_map tool focuses it.",
+    )
+    code_map_tokens: int = Field(
+        1024, ge=64, le=16_384, description="Token budget of the injected code map."
+    )
+
     enabled: bool = Field(True, description="Master switch; off = plain chat history.")
     scrub: bool = Field(True, description="Scrub dates, times, UUIDs, session ids from L1.")
     code_law: bool = Field(True, description="Inject CODE_LAW.md as layer L2.")

@@ -14,6 +14,7 @@ from contextengine.tools.registry import default_toolset
 # Today's tools, the memory tools, and tools other parts add later: prefixes place them.
 TOOLS = (
     "agent_delegate",
+    "code_map",
     "file_delete",
     "file_edit",
     "file_glob",
@@ -28,7 +29,7 @@ TOOLS = (
     "web_fetch",
     "web_search",
 )
-READ = {"file_glob", "file_grep", "file_ls", "file_read"}
+READ = {"code_map", "file_glob", "file_grep", "file_ls", "file_read"}
 MEMORY = {"memory_finding_add", "memory_plan_update"}
 
 EXPECTED = {

@@ -37,6 +37,7 @@ from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_pro
 from contextengine.agent.replies import valid_reply
 from contextengine.agent.stats import AgentStats
 from contextengine.agent.text_protocol import parse_text_reply
+from contextengine.codemap import CodeMap
 from contextengine.compress.externalize import CompressedRef, Externalizer
 from contextengine.compress.observation import ObservationProcessor
 from contextengine.compress.prune import Pruner
@@ -50,6 +51,7 @@ from contextengine.context.tokens import count_tokens
 from contextengine.errors import ContextEngineError, ProviderError
 from contextengine.measure.request_log import RequestLog
 from contextengine.measure.usage_log import UsageLog, UsageRecord
+from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import Injector
 from contextengine.memory.reboot import REBOOT_NOTICE
 from contextengine.memory.rules import STRIKE_RULE
@@ -72,6 +74,7 @@ from contextengine.session.listing import META_FILE
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
 from contextengine.tools.classify import classify_error
+from contextengine.tools.code_map import with_code_map
 from contextengine.tools.context import ToolContext
 from contextengine.tools.file_delete import TRASH_DIR
 from contextengine.tools.mask import ToolMask
@@ -125,6 +128,9 @@ class Agent:
         # The mask the agent works under (its mode); MaskRules adds the state rules.
         self.mask: ToolMask | None = None
         self.mask_rules = MaskRules(self.config.flag("masking"))
+        code_map_on = self.config.enabled and self.config.code_map
+        if code_map_on and tools is None:
+            self.toolset = with_code_map(self.toolset)
         if mode or self.config.mode:
             self.set_mode(mode or self.config.mode)
         self._stats = AgentStats()
@@ -165,6 +171,11 @@ class Agent:
                 hidden_paths=(self.workspace / ".contextengine", self.session.directory),
             ),
         )
+        if code_map_on:
+            self.tool_context.code_map = CodeMap(
+                self.tool_context.workspace, self.config.code_map_tokens
+            )
+            injectors = [*injectors, CodeMapInjector(self.tool_context.code_map)]
         self.externalizer = Externalizer(
             self.session.layout.artifacts, self.tool_context.workspace.display
         )

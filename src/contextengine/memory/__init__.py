@@ -1,6 +1,7 @@
 """Working memory (task_plan / findings / progress), its rules, lessons, long-term memory,
 and the context injectors."""
 
+from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import (
     FileInjector,
     Injection,
@@ -24,6 +25,7 @@ from contextengine.memory.working_memory import FileChange, WorkingMemory, atomi
 
 __all__ = [
     "REBOOT_QUESTIONS",
+    "CodeMapInjector",
     "FileChange",
     "FileInjector",
     "HumanHelp",

@@ -11,6 +11,7 @@ from contextengine.tools.web_http import RobotsCache, WebPolicy
 from contextengine.tools.workspace import Workspace
 
 if TYPE_CHECKING:
+    from contextengine.codemap import CodeMap
     from contextengine.memory.working_memory import WorkingMemory
     from contextengine.tools.web_search import SearchBackend
 
@@ -27,6 +28,7 @@ class ToolContext:
     working memory, which the ``memory_*`` tools write (``None``: working memory is off).
     ``web`` is how the web tools treat sites, ``robots`` the robots.txt rules fetched so
     far, and ``search`` the backend ``web_search`` asks (``None``: not configured).
+    ``code_map`` is the workspace's code map that ``code_map`` renders (``None``: off).
     """
 
     workspace: Workspace
@@ -39,3 +41,4 @@ class ToolContext:
     web: WebPolicy = field(default_factory=WebPolicy)
     robots: RobotsCache = field(default_factory=RobotsCache)
     search: SearchBackend | None = None
+    code_map: CodeMap | None = None

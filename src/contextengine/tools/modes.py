@@ -9,8 +9,8 @@ read-only file tools, web_search / web_fetch -> ``web_``. Every preset is call m
 (answering is always allowed, as ``respond`` is in every seed group).
 
 * CHAT: seed ``respond`` only - an answer, no tool at all.
-* CODE: seed code_execute + code_analyze - read, edit and run code (``file_``, ``shell_``),
-  keep the plan (``todo_``) and the working memory (``memory_``).
+* CODE: seed code_execute + code_analyze - read, edit and run code (``file_``, ``shell_``,
+  the code map ``code_``), keep the plan (``todo_``) and the working memory (``memory_``).
 * SEARCH: seed web_search + web_fetch - the web tools (``web_``), the plan and memory.
 * THINKING: seed web_search + code_analyze - look things up and read the workspace to reason
   about it; plan and memory, but nothing is changed or run.
@@ -35,7 +35,7 @@ from contextengine.tools.mask import ToolMask
 ModeName = Literal["CHAT", "CODE", "SEARCH", "THINKING", "KNOWLEDGE", "DEEP_RESEARCH"]
 MODE_NAMES: tuple[str, ...] = get_args(ModeName)
 
-READ_TOOLS = ("file_read", "file_ls", "file_glob", "file_grep")
+READ_TOOLS = ("file_read", "file_ls", "file_glob", "file_grep", "code_map")
 """The workspace tools that only read."""
 
 NO_TOOLS = ToolMask(allow=(), mode="auto")
@@ -44,11 +44,13 @@ NO_TOOLS = ToolMask(allow=(), mode="auto")
 MODES: Mapping[str, ToolMask] = MappingProxyType(
     {
         "CHAT": ToolMask(allow=()),
-        "CODE": ToolMask(allow=("file_", "shell_", "todo_", "memory_")),
+        "CODE": ToolMask(allow=("file_", "code_", "shell_", "todo_", "memory_")),
         "SEARCH": ToolMask(allow=("web_", "todo_", "memory_")),
         "THINKING": ToolMask(allow=("memory_", "todo_", "web_search", *READ_TOOLS)),
         "KNOWLEDGE": ToolMask(allow=(*READ_TOOLS, "web_search", "memory_")),
-        "DEEP_RESEARCH": ToolMask(allow=("web_", "file_", "shell_", "todo_", "memory_", "agent_")),
+        "DEEP_RESEARCH": ToolMask(
+            allow=("web_", "file_", "code_", "shell_", "todo_", "memory_", "agent_")
+        ),
     }
 )
 """The six presets, name -> mask (seed 000)."""
