@@ -30,8 +30,12 @@ class Harness:
         call = ToolCall("c", name, json.dumps(arguments))
         return arguments, self.toolset.execute(call, self.ctx)
 
-    def processor(self, mode: str = "compressed", externalize: bool = True) -> ObservationProcessor:
-        return ObservationProcessor(self.externalizer, mode=mode, externalize=externalize)  # type: ignore[arg-type]
+    def processor(
+        self, mode: str = "compressed", externalize: bool = True, live_max_chars: int = 10_000
+    ) -> ObservationProcessor:
+        return ObservationProcessor(  # type: ignore[arg-type]
+            self.externalizer, mode=mode, externalize=externalize, live_max_chars=live_max_chars
+        )
 
     def artifacts(self) -> list[str]:
         folder = self.session_dir / "artifacts"
@@ -168,12 +172,27 @@ def test_foreign_error_without_code_keeps_its_traceback_when_externalized(h: Har
     assert traceback.rstrip("\n") in json.loads(obs.history)["data"]["output"]
 
 
+def test_an_output_over_its_threshold_is_read_whole_once_and_kept_as_a_ref(h: Harness) -> None:
+    text = "".join(f"row {i:05d} of the report\n" for i in range(400))
+    assert 3000 < len(text) < 20_000
+    outcome = ToolOutcome.ok(text)
+    full = h.processor("full", live_max_chars=20_000).process(1, "Bash", {"command": "r"}, outcome)
+    assert full.live == text, "the step that asked for it reads it whole"
+    assert h.externalizer.recover(_ref_of(full.history)) == text, "history keeps the ref"
+    squeezed = h.processor("full", live_max_chars=len(text) - 1).process(
+        2, "Bash", {"command": "r"}, outcome
+    )
+    assert squeezed.live == squeezed.history, "too long for the window: the ref, even live"
+
+
 def test_foreign_read_counts_as_a_file(h: Harness) -> None:
     text = "".join(f"{i:>6}\tsome code here\n" for i in range(180))
     assert 3000 < len(text) < 5000
     read = h.processor().process(1, "Read", {"file_path": "/x.py"}, ToolOutcome.ok(text))
     assert read.live == text
-    bash = h.processor().process(2, "Bash", {"command": "cat x.py"}, ToolOutcome.ok(text))
+    bash = h.processor(live_max_chars=1000).process(
+        2, "Bash", {"command": "cat x.py"}, ToolOutcome.ok(text)
+    )
     assert _ref_of(bash.live).type == "other"
 
 

@@ -1,8 +1,9 @@
 """After a tool ran: what history keeps forever and what the model sees now (R7.2, R3.2).
 
-History gets the per-tool compressed form (or the full text in ``full`` mode); the model's
-live view gets the full text, or a ``compressed_ref`` with a preview when the text is over
-its kind's threshold. Whenever either is not the full text, the full text is saved to the
+History gets the per-tool compressed form (or the full text in ``full`` mode; a text over
+its kind's threshold becomes a ``compressed_ref`` with a preview there). The model's live
+view, once, gets the full text (the step that asked for it reads it whole, R7.2), or the
+ref when the text is too long to show within the window. Whenever either is not the full text, the full text is saved to the
 artifacts first (R3.3). An error's message is kept verbatim in both (R5.1).
 """
 
@@ -45,10 +46,18 @@ class ProcessedObservation:
 class ObservationProcessor:
     """Turns a tool outcome into its history and live forms for one session."""
 
-    def __init__(self, externalizer: Externalizer, *, mode: HistoryMode, externalize: bool) -> None:
+    def __init__(
+        self,
+        externalizer: Externalizer,
+        *,
+        mode: HistoryMode,
+        externalize: bool,
+        live_max_chars: int,
+    ) -> None:
         self._externalizer = externalizer
         self._mode = mode
         self._externalize = externalize
+        self._live_max_chars = live_max_chars
         self._seen: set[str] = set()
 
     def process(
@@ -67,14 +76,15 @@ class ObservationProcessor:
         if self._mode == "full":
             if externalized:
                 ref = self._store(name, full, kind, tool_name, arguments)
-            history = live = self._ref_view(ref, outcome) if ref else full
+            history = self._ref_view(ref, outcome) if ref else full
+            live = self._live(full, history)
         else:
             where = self._externalizer.display_path(name)
             compressed = compress(tool_name, arguments, outcome, full_ref=where)
             if compressed.cut:
                 ref = self._store(name, full, kind, tool_name, arguments)
                 history = compressed.text
-                live = self._ref_view(ref, outcome) if externalized else full
+                live = self._live(full, self._ref_view(ref, outcome)) if externalized else full
             else:
                 # Nothing to cut: the verbatim text is smaller than its JSON form, and
                 # showing it once in history is all the model needs.
@@ -84,6 +94,10 @@ class ObservationProcessor:
         if ref is not None:
             full_ref = self._externalizer.session_relative(self._externalizer.path_for(name))
         return ProcessedObservation(history, live, full_ref, len(full))
+
+    def _live(self, full: str, short: str) -> str:
+        """The full text, unless it is too long to show: then ``short``."""
+        return full if len(full) <= self._live_max_chars else short
 
     def _ref_view(self, ref: CompressedRef, outcome: ToolOutcome) -> str:
         """The ref, an index of the names the full text holds, how to read it, and a
