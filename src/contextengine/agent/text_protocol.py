@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.untrusted import parse_json_prefix
 
 FINISH_NAMES = {"finish", "final_answer", "final"}

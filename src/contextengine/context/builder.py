@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contextengine.canonical import canonical_json, canonical_obj
 from contextengine.config import Config
-from contextengine.context.canonical import canonical_json, canonical_obj
 from contextengine.context.code_law import CodeLawReader
-from contextengine.context.render import Message, render_tool_result
 from contextengine.context.request import Purpose, Request, Segments
 from contextengine.context.scrub import ScrubFinding, scrub_report
 from contextengine.session.entries import ToolResultEntry
 from contextengine.session.log import LogRecord
+from contextengine.session.render import Message, render_tool_result
 from contextengine.session.session import Session
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.spec import ToolSpec

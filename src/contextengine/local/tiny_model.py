@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.local.chat_format import (
     END_OF_TEXT,
     IM_END,

@@ -17,10 +17,9 @@ from typing import Any
 
 from contextengine.agent.events import PruneEvent
 from contextengine.agent.loop import Agent
+from contextengine.canonical import canonical_json
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.context.builder import ContextBuilder
-from contextengine.context.canonical import canonical_json
-from contextengine.context.render import RenderStyle
 from contextengine.errors import ConfigError, ContextEngineError
 from contextengine.measure.accounting import CacheAccountant
 from contextengine.measure.playback import (
@@ -35,6 +34,7 @@ from contextengine.measure.recall import mean_recall, request_text, step_recall,
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory
+from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
 
 StepCallback = Callable[[str, int], None]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.errors import MissingAPIKeyError, ProviderError
 from contextengine.untrusted import parse_json, valid_text

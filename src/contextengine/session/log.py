@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.errors import SessionLogError
 from contextengine.session.durable import create_exclusive
 from contextengine.session.entries import (

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contextengine.context.canonical import canonical_obj
+from contextengine.canonical import canonical_obj
 
 
 @dataclass(frozen=True)

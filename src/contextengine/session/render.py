@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from contextengine.context.canonical import canonical_obj
-from contextengine.context.diversity import (
+from contextengine.canonical import canonical_obj
+from contextengine.session.diversity import (
     OBSERVATION_TEMPLATES,
     TEXT_OBSERVATION_TEMPLATES,
     template_index,
