@@ -91,11 +91,6 @@ def _arguments_json(raw: str) -> str:
         return raw
 
 
-def render_text_action(name: str, arguments_json: str) -> str:
-    """The canonical text form of an action (used for replayed or native calls)."""
-    return f"Action: {name}[{arguments_json}]"
-
-
 def _bracketed(text: str) -> str:
     """Content between the first opening bracket and its matching closer (JSON-aware)."""
     text = text.lstrip()

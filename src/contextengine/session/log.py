@@ -32,7 +32,6 @@ from contextengine.session.entries import (
 )
 
 LOG_FORMAT = "contextengine-session"
-LOG_FILENAME = "session.jsonl"
 
 logger = logging.getLogger(__name__)
 
