@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from contextengine.agent.events import PruneEvent
 from contextengine.agent.loop import Agent
@@ -194,7 +194,7 @@ def replay_engine(
     provider = ReplayProvider(
         script, CacheAccountant(counter), model=trajectory.model or "replay", on_step=on_step
     )
-    protocol = "native" if trajectory.native_calls else "text"
+    protocol: Literal["native", "text"] = "native" if trajectory.native_calls else "text"
     # every recorded step is one model call; leave room for retries and reboots
     steps = max(config.max_steps, 2 * len(trajectory.steps) + 10)
     settings = config.with_flags(max_steps=steps)

@@ -35,7 +35,7 @@ class ToolSpec:
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI function-tool form, keys in canonical order."""
-        return canonical_obj(  # type: ignore[return-value]
+        return canonical_obj(
             {
                 "type": "function",
                 "function": {
