@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from contextengine import Config
+from contextengine.agent.request_log import read_requests
 from contextengine.measure.replay import replay
-from contextengine.measure.request_log import read_requests
 from contextengine.measure.trajectory import load_trajectory
 
 DEFAULT = (

@@ -15,9 +15,9 @@ from contextengine.agent.events import (
     ToolResultEvent,
     UsageEvent,
 )
+from contextengine.agent.usage_log import UsageRecord
 from contextengine.cli import EventPrinter
 from contextengine.measure.report import call_events
-from contextengine.measure.usage_log import UsageRecord
 
 ANSWER = "Fixed **greet.py**:\n\n- the typo\n- the test"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.untrusted import MAX_JSON_DEPTH, parse_json, parse_json_prefix, valid_text
 
 

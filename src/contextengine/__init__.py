@@ -5,10 +5,10 @@ The public surface is re-exported here; importing the package has no side effect
 
 from contextengine.agent.events import RunResult
 from contextengine.agent.loop import Agent
+from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import CompressedRef
 from contextengine.config import Config
 from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
-from contextengine.context.canonical import canonical_json
 from contextengine.context.mentions import add_mention_reminders, find_mentions
 from contextengine.context.monitor import CacheBreak, PrefixMonitor, PrefixReport
 from contextengine.context.request import Request

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import tempfile
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn, get_args
@@ -41,7 +42,7 @@ from contextengine.untrusted import valid_text
 try:  # typer 0.24+ carries its own click, whose exceptions derive from TyperException
     from typer import TyperException as UsageProblem
 except ImportError:  # older typer raises click's own
-    from click import ClickException as UsageProblem
+    from click import ClickException as UsageProblem  # type: ignore[assignment]
 
 app = typer.Typer(
     name="contextengine",
@@ -352,7 +353,7 @@ def _provider(name: str, model: str | None, base_url: str | None, settings: Conf
     )
 
 
-def _prompt_lines():  # type: ignore[no-untyped-def]
+def _prompt_lines() -> Iterator[str]:
     while True:
         try:
             line = input("\n> ")

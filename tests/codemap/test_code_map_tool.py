@@ -13,8 +13,8 @@ import pytest
 from contextengine import Config, ScriptedProvider
 from contextengine.agent.loop import Agent
 from contextengine.codemap import CodeMap
+from contextengine.codemap.tool import CodeMapTool, with_code_map
 from contextengine.session.entries import NoteEntry, ToolResultEntry
-from contextengine.tools.code_map import CodeMapTool, with_code_map
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import Toolset, default_toolset
 from contextengine.tools.workspace import Workspace

@@ -9,12 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextengine import Config
+from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.prune import Pruner
 from contextengine.context.builder import ContextBuilder
-from contextengine.context.canonical import canonical_json
 from contextengine.context.monitor import PrefixMonitor
-from contextengine.context.render import RenderStyle
 from contextengine.session.entries import (
     AssistantEntry,
     PruneEntry,
@@ -22,6 +21,7 @@ from contextengine.session.entries import (
     ToolResultEntry,
     UserEntry,
 )
+from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
 
 

@@ -15,7 +15,7 @@ from contextengine import (
     ToolResultEntry,
     UserEntry,
 )
-from contextengine.context.render import RenderStyle
+from contextengine.session.render import RenderStyle
 from support.strategies import steps
 
 TOOLS = [

@@ -16,7 +16,7 @@ from contextengine import (
     ToolResultEntry,
     UserEntry,
 )
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.local.chat_format import (
     GENERATION_PROMPT,
     parse_reply,

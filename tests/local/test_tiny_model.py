@@ -16,7 +16,7 @@ from contextengine import (
     ToolResultEntry,
     UserEntry,
 )
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.local.chat_format import render_prompt
 from contextengine.local.tiny_model import MAX_TOKEN_CHARS, TinyModelConfig, build_tiny_model
 

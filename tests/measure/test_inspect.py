@@ -13,11 +13,11 @@ import pytest
 
 from contextengine import Config, ScriptedProvider
 from contextengine.agent.loop import Agent
+from contextengine.agent.request_log import read_requests
+from contextengine.agent.usage_log import read_usage
 from contextengine.context.request import Request
 from contextengine.errors import SessionLogError
 from contextengine.measure.inspector import PART_NAMES
-from contextengine.measure.request_log import read_requests
-from contextengine.measure.usage_log import read_usage
 from support.inspected_session import record_session
 
 SEGMENT_OF = {"system": "l1", "l2": "l2", "history": "history", "live": "live", "tail": "tail"}

@@ -281,8 +281,8 @@ def _output_items() -> st.SearchStrategy[list[dict[str, Any]]]:
 
 @given(_output_items())
 def test_output_items_come_back_in_order_without_server_ids(items: list[dict[str, Any]]) -> None:
-    from contextengine.context.render import PROVIDER_ITEMS
     from contextengine.providers.openai_responses import kept_item
+    from contextengine.session.render import PROVIDER_ITEMS
 
     text = "".join(i["content"][0]["text"] for i in items if i["type"] == "message")
     calls = [

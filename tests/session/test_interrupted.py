@@ -12,13 +12,13 @@ from contextengine import (
     ToolStartEntry,
     UserEntry,
 )
-from contextengine.context.render import RenderStyle, render_entry
 from contextengine.session.interrupted import (
     MAY_HAVE_RUN,
     NOT_RUN,
     close_interrupted_calls,
     interrupted_calls,
 )
+from contextengine.session.render import RenderStyle, render_entry
 
 
 def _calls(n: int) -> tuple[ToolCallRecord, ...]:

@@ -4,7 +4,7 @@ from typing import ClassVar
 import pytest
 from pydantic import BaseModel
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask

@@ -133,6 +133,7 @@ AgentEvent = (
     | ErrorEvent
     | MemoryUpdate
     | CompactionEvent
+    | PruneEvent
     | UsageEvent
     | Done
 )

@@ -28,8 +28,8 @@ from typing import Any
 
 from contextengine.agent.events import AgentEvent, MemoryUpdate, RunResult
 from contextengine.agent.hooks import Harness, HookResult, NullHarness
+from contextengine.canonical import canonical_json
 from contextengine.config import Config
-from contextengine.context.canonical import canonical_json
 from contextengine.memory.injectors import Injector, default_injectors, run_injectors
 from contextengine.memory.lessons import Lesson, LessonStore
 from contextengine.memory.longterm import LongTermMemory, session_documents

@@ -35,9 +35,12 @@ from contextengine.agent.harness import build_harness
 from contextengine.agent.hooks import Harness, HookResult
 from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
 from contextengine.agent.replies import valid_reply
+from contextengine.agent.request_log import RequestLog
 from contextengine.agent.stats import AgentStats
 from contextengine.agent.text_protocol import parse_text_reply
+from contextengine.agent.usage_log import UsageLog, UsageRecord
 from contextengine.codemap import CodeMap
+from contextengine.codemap.tool import with_code_map
 from contextengine.compress.externalize import CompressedRef, Externalizer
 from contextengine.compress.observation import ObservationProcessor
 from contextengine.compress.prune import Pruner
@@ -45,12 +48,9 @@ from contextengine.config import Config
 from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
 from contextengine.context.mentions import add_mention_reminders
 from contextengine.context.monitor import PrefixMonitor, PrefixReport
-from contextengine.context.render import RenderStyle
 from contextengine.context.request import Request
 from contextengine.context.tokens import count_tokens
 from contextengine.errors import ContextEngineError, ProviderError
-from contextengine.measure.request_log import RequestLog
-from contextengine.measure.usage_log import UsageLog, UsageRecord
 from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import Injector
 from contextengine.memory.reboot import REBOOT_NOTICE
@@ -72,9 +72,9 @@ from contextengine.session.interrupted import close_interrupted_calls
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
 from contextengine.session.listing import META_FILE
 from contextengine.session.log import LogRecord
+from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
 from contextengine.tools.classify import classify_error
-from contextengine.tools.code_map import with_code_map
 from contextengine.tools.context import ToolContext
 from contextengine.tools.file_delete import TRASH_DIR
 from contextengine.tools.mask import ToolMask

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextengine.agent.text_protocol import PROTOCOL_INSTRUCTIONS
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.tools.spec import ToolSpec
 
 DEFAULT_SYSTEM_PROMPT = """\

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.untrusted import parse_json_prefix
 
 FINISH_NAMES = {"finish", "final_answer", "final"}
@@ -89,11 +89,6 @@ def _arguments_json(raw: str) -> str:
         return canonical_json(value) if isinstance(value, dict) else raw
     except ValueError:
         return raw
-
-
-def render_text_action(name: str, arguments_json: str) -> str:
-    """The canonical text form of an action (used for replayed or native calls)."""
-    return f"Action: {name}[{arguments_json}]"
 
 
 def _bracketed(text: str) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import TRACEBACK_HEADER, error_tail
 from contextengine.tools.file_search import format_ls_entry

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.errors import ContextEngineError
 from contextengine.session.durable import write_replacing
 from contextengine.tools.base import ObservationKind

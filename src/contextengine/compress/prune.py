@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import artifact_name, names_in
 from contextengine.config import Config
-from contextengine.context.canonical import canonical_json
 from contextengine.context.tokens import count_tokens
 from contextengine.session.entries import (
     AssistantEntry,

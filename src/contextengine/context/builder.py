@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contextengine.canonical import canonical_json, canonical_obj
 from contextengine.config import Config
-from contextengine.context.canonical import canonical_json, canonical_obj
 from contextengine.context.code_law import CodeLawReader
-from contextengine.context.render import Message, render_tool_result
 from contextengine.context.request import Purpose, Request, Segments
 from contextengine.context.scrub import ScrubFinding, scrub_report
 from contextengine.session.entries import ToolResultEntry
 from contextengine.session.log import LogRecord
+from contextengine.session.render import Message, render_tool_result
 from contextengine.session.session import Session
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.spec import ToolSpec
@@ -79,7 +79,7 @@ class ContextBuilder:
             self.scrub_findings += findings
         self._tools: tuple[dict[str, Any], ...] = tuple(tool_objs)
         self._tools_chunk = canonical_json(list(self._tools))
-        self._system: Message = canonical_obj(  # type: ignore[assignment]
+        self._system: Message = canonical_obj(
             {"role": "system", "content": scrubbed.text if scrubbed else system_prompt}
         )
         self._system_chunk = canonical_json(self._system)
@@ -134,7 +134,7 @@ class ContextBuilder:
             head_chunks.append(l2[2])
         tail_msgs: list[Message] = []
         if live.tail:
-            tail_msgs.append(canonical_obj({"role": "user", "content": live.tail}))  # type: ignore[arg-type]
+            tail_msgs.append(canonical_obj({"role": "user", "content": live.tail}))
         extra_msgs = [canonical_obj(m) for m in extra]
         after = live_msgs + tail_msgs + extra_msgs
         persisted_chars = sum(len(c) for c in head_chunks) + hist.chars_before(cut)
@@ -167,7 +167,7 @@ class ContextBuilder:
             return None
         name, text = found
         if self._l2_cache is None or self._l2_cache[0] != text:
-            msg: Message = canonical_obj(  # type: ignore[assignment]
+            msg: Message = canonical_obj(
                 {
                     "role": "system",
                     "content": f'<project-rules file="{name}">\n{text.rstrip()}\n</project-rules>',
@@ -246,9 +246,7 @@ class _HistoryCache:
 
 def _full_observation_message(obs: FullObservation) -> Message:
     header = f'<full-observation tool="{obs.tool}" call="{obs.call_id}">'
-    return canonical_obj(  # type: ignore[return-value]
-        {"role": "user", "content": f"{header}\n{obs.text}\n</full-observation>"}
-    )
+    return canonical_obj({"role": "user", "content": f"{header}\n{obs.text}\n</full-observation>"})
 
 
 def _scrub_tree(value: Any) -> tuple[Any, tuple[ScrubFinding, ...]]:
@@ -257,13 +255,15 @@ def _scrub_tree(value: Any) -> tuple[Any, tuple[ScrubFinding, ...]]:
         result = scrub_report(value)
         return result.text, result.findings
     if isinstance(value, dict):
-        out, found = {}, ()
+        out: dict[str, Any] = {}
+        found: tuple[ScrubFinding, ...] = ()
         for k, v in value.items():
             out[k], f = _scrub_tree(v)
             found += f
         return out, found
     if isinstance(value, list):
-        items, found = [], ()
+        items: list[Any] = []
+        found = ()
         for v in value:
             item, f = _scrub_tree(v)
             items.append(item)

@@ -41,11 +41,6 @@ class PrefixReport:
     cache_break: CacheBreak | None = None
 
     @property
-    def request_tokens(self) -> int:
-        """Estimated tokens of the whole request."""
-        return estimate_tokens(self.request_chars)
-
-    @property
     def reusable_tokens(self) -> int:
         """Estimated tokens of the reusable prefix."""
         return estimate_tokens(self.reusable_chars)

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.types import ToolCall
 

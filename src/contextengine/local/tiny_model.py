@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.local.chat_format import (
     END_OF_TEXT,
     IM_END,
@@ -215,7 +215,7 @@ def corpus(lines: int = 3000) -> list[str]:
         else:
             tool = rng.choice(_TOOL_NAMES)
             call = {"function": {"arguments": canonical_json(arguments()), "name": tool}}
-            messages = [
+            messages: list[dict[str, Any]] = [
                 {"role": "system", "content": sentence(8)},
                 {"role": "user", "content": sentence(10)},
                 {"role": "assistant", "content": sentence(5), "tool_calls": [call]},

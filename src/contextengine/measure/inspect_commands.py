@@ -12,11 +12,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from contextengine.agent.usage_log import read_usage
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.inspector import CallView, first_difference, inspect_session
 from contextengine.measure.report import usage_report
-from contextengine.measure.usage_log import read_usage
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
 from contextengine.session.listing import (
     TITLE_CHARS,

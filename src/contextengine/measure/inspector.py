@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contextengine.agent.request_log import RecordedRequest, read_requests
+from contextengine.agent.usage_log import UsageRecord
 from contextengine.context.request import Segments
 from contextengine.errors import ContextEngineError
 from contextengine.measure.report import call_cost, call_events, load_usage, usage_report
-from contextengine.measure.request_log import RecordedRequest, read_requests
-from contextengine.measure.usage_log import UsageRecord
 from contextengine.session.layout import SessionLayout
 
 PART_NAMES = ("tools", "system", "l2", "history", "live", "tail", "instruction")

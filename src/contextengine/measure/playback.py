@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from contextengine.agent.text_protocol import parse_text_reply
+from contextengine.canonical import canonical_json
 from contextengine.compress.compaction import SUMMARY_HEADING
 from contextengine.compress.compressors import tool_category
-from contextengine.context.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.measure.accounting import CacheAccountant, CallCost

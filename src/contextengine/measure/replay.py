@@ -13,14 +13,13 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from contextengine.agent.events import PruneEvent
 from contextengine.agent.loop import Agent
+from contextengine.canonical import canonical_json
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.context.builder import ContextBuilder
-from contextengine.context.canonical import canonical_json
-from contextengine.context.render import RenderStyle
 from contextengine.errors import ConfigError, ContextEngineError
 from contextengine.measure.accounting import CacheAccountant
 from contextengine.measure.playback import (
@@ -35,6 +34,7 @@ from contextengine.measure.recall import mean_recall, request_text, step_recall,
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory
+from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
 
 StepCallback = Callable[[str, int], None]
@@ -196,7 +196,7 @@ def replay_engine(
     provider = ReplayProvider(
         script, CacheAccountant(counter), model=trajectory.model or "replay", on_step=on_step
     )
-    protocol = "native" if trajectory.native_calls else "text"
+    protocol: Literal["native", "text"] = "native" if trajectory.native_calls else "text"
     # every recorded step is one model call; leave room for retries and reboots
     steps = max(config.max_steps, 2 * len(trajectory.steps) + 10)
     settings = config.with_flags(max_steps=steps)

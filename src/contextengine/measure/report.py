@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from contextengine.agent.usage_log import UsageRecord, read_usage
 from contextengine.errors import ContextEngineError
 from contextengine.measure.prices import Prices, family_of, prices_for
-from contextengine.measure.usage_log import UsageRecord, read_usage
 from contextengine.session.layout import SessionLayout
 
 

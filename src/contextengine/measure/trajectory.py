@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.errors import TrajectoryError
 from contextengine.tools.spec import ToolSpec
 from contextengine.untrusted import parse_json

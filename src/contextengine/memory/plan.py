@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,7 +18,13 @@ from contextengine.tools.todo import TodoStatus
 
 MARKS: dict[TodoStatus, str] = {"pending": " ", "in_progress": ">", "done": "x", "failed": "!"}
 SUFFIXES: dict[TodoStatus, str] = {"done": " ✅", "failed": " ❌"}
-_STATUS_OF_MARK = {" ": "pending", ">": "in_progress", "x": "done", "X": "done", "!": "failed"}
+_STATUS_OF_MARK: dict[str, TodoStatus] = {
+    " ": "pending",
+    ">": "in_progress",
+    "x": "done",
+    "X": "done",
+    "!": "failed",
+}
 
 GOAL_PLACEHOLDER = "(not set yet: write it with memory_plan_update)"
 STEPS_PLACEHOLDER = "(no steps yet: add them with memory_plan_update or todo_write)"
@@ -344,9 +351,9 @@ def _paragraph(body: list[str], placeholder: str) -> str:
 
 
 def _phases(body: list[str]) -> tuple[Phase, ...]:
-    phases: list[dict[str, object]] = []
+    phases: list[dict[str, Any]] = []
 
-    def current() -> dict[str, object]:
+    def current() -> dict[str, Any]:
         if not phases:
             phases.append({"steps": []})
         return phases[-1]
@@ -364,7 +371,7 @@ def _phases(body: list[str]) -> tuple[Phase, ...]:
                 text = text.removesuffix(suffix)
             steps = current()["steps"]
             assert isinstance(steps, list)
-            steps.append(PlanStep(text=one_line(text), status=status))  # type: ignore[arg-type]
+            steps.append(PlanStep(text=one_line(text), status=status))
             continue
         field = _FIELD.match(line)
         if field:
@@ -373,10 +380,7 @@ def _phases(body: list[str]) -> tuple[Phase, ...]:
                 current()["goal"] = one_line(field.group(2))
             elif key == "expected output":
                 current()["expected_output"] = one_line(field.group(2))
-    return tuple(
-        Phase.model_validate({**p, "steps": tuple(p["steps"])})  # type: ignore[call-overload]
-        for p in phases
-    )
+    return tuple(Phase.model_validate({**p, "steps": tuple(p["steps"])}) for p in phases)
 
 
 def _risks(body: list[str]) -> tuple[Risk, ...]:

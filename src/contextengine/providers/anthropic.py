@@ -39,7 +39,6 @@ from typing import Any, Literal
 
 import anthropic
 
-from contextengine.context.render import PROVIDER_ITEMS
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.providers.base import StreamingProvider
@@ -64,6 +63,7 @@ from contextengine.providers.wire import (
     text_field,
     token_count,
 )
+from contextengine.session.render import PROVIDER_ITEMS
 from contextengine.types import (
     FinishReason,
     ModelReply,

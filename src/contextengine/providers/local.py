@@ -243,7 +243,7 @@ def _metered_llama_class() -> type:
     """
     llama_cpp = _import_llama_cpp()
 
-    class MeteredLlama(llama_cpp.Llama):  # type: ignore[misc, name-defined]
+    class MeteredLlama(llama_cpp.Llama):  # type: ignore[name-defined]
         reused_tokens: int = 0
         _metering: bool = False
 

@@ -36,7 +36,7 @@ from typing import Any, Literal, get_args
 
 import openai
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.local.grammar import call_array_grammar
 from contextengine.providers.base import StreamingProvider

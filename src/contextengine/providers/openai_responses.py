@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 import openai
 
-from contextengine.context.render import PROVIDER_ITEMS
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.providers.base import StreamingProvider
@@ -43,6 +42,7 @@ from contextengine.providers.wire import (
     text_field,
     token_count,
 )
+from contextengine.session.render import PROVIDER_ITEMS
 from contextengine.types import (
     FinishReason,
     ModelReply,

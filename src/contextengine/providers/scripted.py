@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.context.monitor import common_prefix_chars
 from contextengine.context.request import Request
 from contextengine.context.tokens import estimate_tokens

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from contextengine.context.canonical import canonical_json
-from contextengine.context.render import PROVIDER_ITEMS
+from contextengine.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.errors import MissingAPIKeyError, ProviderError
+from contextengine.session.render import PROVIDER_ITEMS
 from contextengine.types import ReasoningEffort
 from contextengine.untrusted import parse_json, valid_text
 

@@ -39,10 +39,10 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, field_validator
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from contextengine.agent.usage_log import read_usage
 from contextengine.config import Config
 from contextengine.measure.inspector import CallView, first_difference, inspect_session, timeline
 from contextengine.measure.report import usage_report
-from contextengine.measure.usage_log import read_usage
 from contextengine.server.channel import SessionChannel, Subscription
 from contextengine.server.errors import ApiError, install_error_handlers
 from contextengine.server.files import (

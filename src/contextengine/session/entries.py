@@ -2,7 +2,7 @@
 
 An entry is what happened (a user message, an assistant step, a tool result ...), in our
 own provider-neutral shape. Translating to a vendor's wire format happens only when an
-entry is rendered (``contextengine.context.render``) and in the provider adapters.
+entry is rendered (``contextengine.session.render``) and in the provider adapters.
 """
 
 from __future__ import annotations

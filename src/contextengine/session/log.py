@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.errors import SessionLogError
 from contextengine.session.durable import create_exclusive
 from contextengine.session.entries import (
@@ -32,7 +32,6 @@ from contextengine.session.entries import (
 )
 
 LOG_FORMAT = "contextengine-session"
-LOG_FILENAME = "session.jsonl"
 
 logger = logging.getLogger(__name__)
 

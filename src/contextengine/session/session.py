@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from contextengine.context.render import RenderStyle, render_entry
 from contextengine.errors import SessionLogError
 from contextengine.session.durable import write_replacing
 from contextengine.session.entries import Entry, PruneEntry, SummaryEntry
 from contextengine.session.layout import SessionLayout, new_session_id
 from contextengine.session.log import LoadReport, LogRecord, SessionHeader, SessionLog
+from contextengine.session.render import RenderStyle, render_entry
 
 RewriteCause = Literal["compaction", "prune"]
 

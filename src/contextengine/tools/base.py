@@ -95,7 +95,12 @@ class Tool(Protocol):
 
     name: ClassVar[str]
     description: ClassVar[str]
-    Args: ClassVar[type[BaseModel]]
+
+    # Read-only, so a nested ``class Args(BaseModel)`` satisfies it.
+    @property
+    def Args(self) -> type[BaseModel]:
+        """The pydantic model the call's arguments validate against."""
+        ...
 
     def run(self, args: Any, ctx: Any) -> ToolOutcome:
         """Execute with validated arguments inside the context's workspace."""

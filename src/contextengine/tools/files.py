@@ -182,7 +182,8 @@ def format_mtime(mtime_ns: int) -> str:
 
 def _capped(numbered: list[str], cap: int) -> tuple[str, int]:
     """Join numbered lines while under ``cap`` bytes; also return the last line number kept."""
-    kept, size = [], 0
+    kept: list[str] = []
+    size = 0
     for line in numbered:
         size += len(line.encode("utf-8")) + 1
         if size > cap and kept:
@@ -205,9 +206,9 @@ class FileWrite(FileTool):
         content: str
 
     def _run(self, args: FileWrite.Args, ctx: ToolContext) -> ToolOutcome:
-        data = _encode(args.content)
+        encoded = _encode(args.content)
         with ctx.workspace.locate(args.path, "write", create_dirs=True) as where:
-            existed, info = replace_file(where.spot, where.shown, data)
+            existed, info = replace_file(where.spot, where.shown, encoded)
         shown = where.shown
         ctx.read_mtimes[str(where.real)] = info.st_mtime_ns
         lines = len(split_lines(args.content))
@@ -274,9 +275,13 @@ class FileEdit(FileTool):
             """The edits to apply, in order."""
             if self.edits is not None:
                 return self.edits
-            return [
-                EditOp(old_text=self.old_text, new_text=self.new_text, replace_all=self.replace_all)
-            ]  # type: ignore[arg-type]
+            # _one_form has checked that both texts are set on this form.
+            single = EditOp(
+                old_text=self.old_text,  # type: ignore[arg-type]
+                new_text=self.new_text,  # type: ignore[arg-type]
+                replace_all=self.replace_all,
+            )
+            return [single]
 
     def _run(self, args: FileEdit.Args, ctx: ToolContext) -> ToolOutcome:
         ops = args.operations()
@@ -291,8 +296,8 @@ class FileEdit(FileTool):
         new_lines = split_lines(content)
         ranges = changed_ranges(split_lines(original), new_lines)
         snippets = [_snippet(new_lines, start, end) for start, end in ranges]
-        where = ", ".join(f"{s}-{e}" if e != s else str(s) for s, e in ranges) or "none"
-        text = f"Edited {shown}: {replacements} replacement(s); changed lines {where}."
+        changed = ", ".join(f"{s}-{e}" if e != s else str(s) for s, e in ranges) or "none"
+        text = f"Edited {shown}: {replacements} replacement(s); changed lines {changed}."
         if snippets:
             text += "\n" + "\n...\n".join(snippets)
         data = {

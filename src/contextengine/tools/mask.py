@@ -44,6 +44,3 @@ class ToolMask:
     def is_open(self) -> bool:
         """True when the mask restricts nothing (all tools, auto mode)."""
         return self.allow is None and self.mode == "auto"
-
-
-OPEN_MASK = ToolMask()

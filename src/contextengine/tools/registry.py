@@ -142,7 +142,7 @@ def _tidy(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
 
 def _says_nothing(node: dict[str, Any]) -> bool:
     """An enum's description that only lists its values."""
-    values = node.get("enum")
+    values = node.get("enum") or []
     text = str(node.get("description", "")).lower()
     return bool(values) and all(str(v).lower() in text for v in values) and len(text) < 60
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contextengine.context.canonical import canonical_obj
+from contextengine.canonical import canonical_obj
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class ToolSpec:
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI function-tool form, keys in canonical order."""
-        return canonical_obj(  # type: ignore[return-value]
+        return canonical_obj(
             {
                 "type": "function",
                 "function": {

@@ -46,7 +46,7 @@ class WebFetch:
                 )
             page = get(args.url, policy)
         except WebRefused as exc:
-            return ToolOutcome.fail(exc.code, str(exc))  # type: ignore[arg-type]
+            return ToolOutcome.fail(exc.code, str(exc))
         if page.content_type in HTML_TYPES:
             try:
                 title, text = _extract(page.body, page.url)

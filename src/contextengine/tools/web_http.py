@@ -93,8 +93,7 @@ def _robots(origin: str, policy: WebPolicy) -> urllib.robotparser.RobotFileParse
     except WebRefused as exc:
         # 401/403 forbid everything (as robotparser does); a missing or unreachable
         # robots.txt allows everything.
-        parser.disallow_all = exc.status in (401, 403)
-        parser.allow_all = not parser.disallow_all
+        parser.parse(["User-agent: *", "Disallow: /"] if exc.status in (401, 403) else [])
         return parser
     parser.parse(response.body.decode("utf-8", errors="replace").splitlines())
     return parser

@@ -38,7 +38,10 @@ class SearchResult:
 class SearchBackend(Protocol):
     """Something that answers a query with ranked results."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The backend's name, shown in error messages."""
+        ...
 
     def search(self, query: str, limit: int, policy: WebPolicy) -> list[SearchResult]:
         """At most ``limit`` results for ``query``; raises ``WebRefused`` on failure."""
@@ -150,7 +153,7 @@ class WebSearch:
         try:
             results = backend.search(args.query, self.max_results, ctx.web)
         except WebRefused as exc:
-            return ToolOutcome.fail(exc.code, f"web_search ({backend.name}): {exc}")  # type: ignore[arg-type]
+            return ToolOutcome.fail(exc.code, f"web_search ({backend.name}): {exc}")
         lines = [f"{len(results)} results for {args.query!r}:"] if results else []
         for number, hit in enumerate(results, 1):
             lines.append(f"{number}. {hit.title or hit.url}\n   {hit.url}")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from contextengine.context.canonical import canonical_obj
-from contextengine.context.diversity import (
+from contextengine.canonical import canonical_obj
+from contextengine.session.diversity import (
     OBSERVATION_TEMPLATES,
     TEXT_OBSERVATION_TEMPLATES,
     template_index,
@@ -48,7 +48,7 @@ def render_entry(
     entry: Entry, index: int, session_id: str, style: RenderStyle
 ) -> tuple[Message, ...]:
     """Render one entry to zero or more chat messages (canonical key order)."""
-    return tuple(canonical_obj(m) for m in _render(entry, index, session_id, style))  # type: ignore[misc]
+    return tuple(canonical_obj(m) for m in _render(entry, index, session_id, style))
 
 
 def render_observation(tool: str, content: str, template: int, protocol: Protocol) -> str:
@@ -125,7 +125,5 @@ def render_tool_result(
     body = entry.content if content is None else content
     content = render_observation(entry.tool_name, body, template, style.protocol)
     if style.protocol == "text":
-        return canonical_obj({"role": "user", "content": content})  # type: ignore[return-value]
-    return canonical_obj(  # type: ignore[return-value]
-        {"role": "tool", "tool_call_id": entry.call_id, "content": content}
-    )
+        return canonical_obj({"role": "user", "content": content})
+    return canonical_obj({"role": "tool", "tool_call_id": entry.call_id, "content": content})

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from contextengine.context.canonical import canonical_json
+from contextengine.canonical import canonical_json
 from contextengine.context.monitor import PrefixReport
 from contextengine.errors import SessionLogError
 from contextengine.types import Usage

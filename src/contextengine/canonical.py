@@ -12,7 +12,7 @@ import enum
 import json
 import math
 from collections.abc import Mapping, Set
-from typing import Any
+from typing import Any, overload
 
 from pydantic import BaseModel
 
@@ -21,6 +21,10 @@ from contextengine.untrusted import valid_text
 JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
 
 
+@overload
+def canonical_obj(obj: Mapping[str, Any]) -> dict[str, JSONValue]: ...
+@overload
+def canonical_obj(obj: Any) -> JSONValue: ...
 def canonical_obj(obj: Any) -> JSONValue:
     """Return ``obj`` as plain JSON data whose dicts are built in sorted-key order.
 

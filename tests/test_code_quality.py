@@ -1,0 +1,51 @@
+"""The linters run inside the test suite, so the README's one test command checks them too.
+
+``ruff check`` and ``ruff format --check`` cover src, tests and benchmarks; ``mypy`` (with the
+pydantic plugin, configured in pyproject.toml) covers src. All three come with the ``dev``
+extra and run side by side; mypy keeps its cache in ``.mypy_cache`` so a second run is quick.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LINTED = ("src", "tests", "benchmarks")
+
+CHECKS: dict[str, tuple[str, ...]] = {
+    "ruff check": ("ruff", "check", "--no-cache", *LINTED),
+    "ruff format --check": ("ruff", "format", "--check", "--no-cache", *LINTED),
+    "mypy": ("mypy",),
+}
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every check's finished process, started together."""
+    running = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", *argv],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for name, argv in CHECKS.items()
+    }
+    finished = {}
+    for name, process in running.items():
+        output, _ = process.communicate(timeout=600)
+        finished[name] = subprocess.CompletedProcess(process.args, process.returncode, output)
+    return finished
+
+
+@pytest.mark.parametrize("check", list(CHECKS))
+def test_check_is_clean(check: str, outcomes: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    result = outcomes[check]
+    if "No module named" in result.stdout:
+        pytest.fail(f"{check} is not installed: pip install -e '.[dev]'\n{result.stdout}")
+    assert result.returncode == 0, f"{check} found problems:\n{result.stdout}"

@@ -1,0 +1,200 @@
+"""No import cycles between the modules of src/contextengine, nor between its packages.
+
+Imports are read with ``ast``, so the test sees every import statement, not only the ones a
+test run happens to execute:
+
+- an import inside a function counts like a top-level one: it is a runtime dependency, only
+  deferred (the CLI defers heavy imports this way), and a deferred cycle still couples both ends;
+- an import under ``if TYPE_CHECKING:`` does not count: it never runs;
+- importing ``contextengine.pkg.mod`` also runs ``contextengine/pkg/__init__.py``, so the module
+  depends on that ``__init__`` too (unless the module lives in that package, whose
+  ``__init__`` has already started running before the module's body); the root ``contextengine/__init__.py`` is the public facade
+  that re-exports everything and nothing inside the package imports it, so it is left out.
+
+At package level each subpackage (``agent``, ``context``, ...) and each top-level module
+(``config``, ``errors``, ...) is one node; ``LAYERS`` is the order drawn in
+docs/architecture.md and every import goes from a later layer to an earlier one.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping, Set
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = "contextengine"
+
+# Lowest first; a package may import only from earlier layers (same layer: neither way).
+LAYERS: tuple[frozenset[str], ...] = tuple(
+    frozenset(layer.split())
+    for layer in (
+        "errors untrusted",
+        "types canonical",
+        "tools",
+        "config",
+        "session",
+        "context",
+        "local",
+        "codemap",
+        "compress memory providers",
+        "agent",
+        "measure",
+        "server demo",
+        "proxy",
+        "cli",
+        "__main__",
+    )
+)
+
+
+def module_name(path: Path) -> str:
+    """Dotted module name of a source file under ``SRC``."""
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def source_modules() -> dict[str, Path]:
+    """Every module of the package except the root facade, by dotted name."""
+    modules = {module_name(p): p for p in (SRC / ROOT).rglob("*.py")}
+    modules.pop(ROOT)
+    return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _statements(node: ast.AST) -> Iterator[ast.AST]:
+    """All nodes below ``node``, skipping the bodies of ``if TYPE_CHECKING:``."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for other in child.orelse:
+                yield other
+                yield from _statements(other)
+            continue
+        yield child
+        yield from _statements(child)
+
+
+def imported_names(name: str, path: Path) -> set[str]:
+    """Dotted names ``name`` imports at runtime (a ``from m import x`` gives ``m.x`` and ``m``)."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in _statements(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")[: len(name.split(".")) - node.level + is_package]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> modules of the package it imports, with the ``__init__`` each import runs."""
+    modules = source_modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str] = set()
+        for imported in imported_names(name, path):
+            parts = imported.split(".")
+            targets.update(".".join(parts[:n]) for n in range(2, len(parts) + 1))
+        # A module's own packages are already initialized before its body runs.
+        ancestors = {name.rsplit(".", n)[0] for n in range(1, name.count("."))}
+        graph[name] = {t for t in targets if t in modules and t != name and t not in ancestors}
+    return graph
+
+
+def package_of(module: str) -> str:
+    """The package-level node of a module: its subpackage or its own top-level name."""
+    return module.split(".")[1]
+
+
+def package_graph(modules: Mapping[str, Set[str]]) -> dict[str, set[str]]:
+    """Package -> packages it imports, from the module graph."""
+    graph: dict[str, set[str]] = {package_of(m): set() for m in modules}
+    for source, targets in modules.items():
+        graph[package_of(source)].update(
+            package_of(t) for t in targets if package_of(t) != package_of(source)
+        )
+    return graph
+
+
+def find_cycle(graph: Mapping[str, Set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a closed path, or None when it is acyclic."""
+    done: set[str] = set()
+    path: list[str] = []
+    on_path: set[str] = set()
+
+    def visit(node: str) -> list[str] | None:
+        path.append(node)
+        on_path.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in on_path:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in done and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        on_path.discard(node)
+        done.add(node)
+        return None
+
+    for start in sorted(graph):
+        if start not in done and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def test_find_cycle_reports_a_closed_path() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_imports_are_read_like_python_runs_them(tmp_path: Path) -> None:
+    module = tmp_path / "mod.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from contextengine.tools import spec\n"
+        "from . import sibling\n"
+        "if TYPE_CHECKING:\n"
+        "    from contextengine.agent.loop import Agent\n"
+        "def later():\n"
+        "    import contextengine.measure.report\n",
+        encoding="utf-8",
+    )
+    names = imported_names("contextengine.session.mod", module)
+    assert {"contextengine.tools.spec", "contextengine.session.sibling"} <= names
+    assert "contextengine.measure.report" in names
+    assert not any(n.startswith("contextengine.agent") for n in names)
+
+
+def test_no_module_import_cycle() -> None:
+    cycle = find_cycle(module_graph())
+    assert cycle is None, "module import cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_package_import_cycle() -> None:
+    cycle = find_cycle(package_graph(module_graph()))
+    assert cycle is None, "package import cycle: " + " -> ".join(cycle or [])
+
+
+def test_imports_go_down_the_documented_layers() -> None:
+    rank = {package: n for n, layer in enumerate(LAYERS) for package in layer}
+    packages = package_graph(module_graph())
+    assert set(packages) <= set(rank), f"packages missing from LAYERS: {set(packages) - set(rank)}"
+    upward = sorted(
+        f"{source} -> {target}"
+        for source, targets in packages.items()
+        for target in targets
+        if rank[target] >= rank[source]
+    )
+    assert not upward, f"imports against the layers of docs/architecture.md: {upward}"
