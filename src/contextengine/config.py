@@ -62,16 +62,22 @@ class Config(BaseModel):
         4, ge=0, description="Newest tool results pruning never touches."
     )
     prune_min_tokens: int = Field(
-        150, ge=1, description="A result must save at least this many tokens to be pruned."
+        30, ge=1, description="A result or reply must save at least this many tokens to be pruned."
     )
     prune_min_batch_tokens: int = Field(
-        1500, ge=1, description="Prune only batches saving at least this many tokens."
+        3000, ge=1, description="Prune only batches saving at least this many tokens."
     )
     prune_horizon: float = Field(
         0.5,
         gt=0,
         description="Pruning expects this share of the steps so far to follow, and prunes "
         "when the batch pays back its cache rewrite within them.",
+    )
+    prune_max_payback: int = Field(
+        20,
+        ge=1,
+        description="Pruning never expects more steps to follow than this: a batch must pay "
+        "back its cache rewrite within this many steps.",
     )
     cache_read_price: float = Field(
         0.1, ge=0, description="Price of a cached input token (uncached = 1), for pruning."

@@ -30,12 +30,8 @@ class Harness:
         call = ToolCall("c", name, json.dumps(arguments))
         return arguments, self.toolset.execute(call, self.ctx)
 
-    def processor(
-        self, mode: str = "compressed", externalize: bool = True, live_max_chars: int = 10_000
-    ) -> ObservationProcessor:
-        return ObservationProcessor(  # type: ignore[arg-type]
-            self.externalizer, mode=mode, externalize=externalize, live_max_chars=live_max_chars
-        )
+    def processor(self, mode: str = "compressed", externalize: bool = True) -> ObservationProcessor:
+        return ObservationProcessor(self.externalizer, mode=mode, externalize=externalize)  # type: ignore[arg-type]
 
     def artifacts(self) -> list[str]:
         folder = self.session_dir / "artifacts"
@@ -172,17 +168,11 @@ def test_foreign_error_without_code_keeps_its_traceback_when_externalized(h: Har
     assert traceback.rstrip("\n") in json.loads(obs.history)["data"]["output"]
 
 
-def test_an_output_over_its_threshold_is_read_whole_once_and_kept_as_a_ref(h: Harness) -> None:
-    text = "".join(f"row {i:05d} of the report\n" for i in range(400))
-    assert 3000 < len(text) < 20_000
-    outcome = ToolOutcome.ok(text)
-    full = h.processor("full", live_max_chars=20_000).process(1, "Bash", {"command": "r"}, outcome)
-    assert full.live == text, "the step that asked for it reads it whole"
-    assert h.externalizer.recover(_ref_of(full.history)) == text, "history keeps the ref"
-    squeezed = h.processor("full", live_max_chars=len(text) - 1).process(
-        2, "Bash", {"command": "r"}, outcome
-    )
-    assert squeezed.live == squeezed.history, "too long for the window: the ref, even live"
+def test_full_mode_keeps_a_text_whose_ref_would_be_about_as_long(h: Harness) -> None:
+    names = " ".join(f"module_{i}.handler_{i}" for i in range(200))
+    assert 3000 < len(names) < 10_000, "just over the threshold, and all names"
+    obs = h.processor("full").process(1, "Bash", {"command": "r"}, ToolOutcome.ok(names))
+    assert (obs.history, obs.live, obs.full_ref) == (names, names, None)
 
 
 def test_foreign_read_counts_as_a_file(h: Harness) -> None:
@@ -190,9 +180,7 @@ def test_foreign_read_counts_as_a_file(h: Harness) -> None:
     assert 3000 < len(text) < 5000
     read = h.processor().process(1, "Read", {"file_path": "/x.py"}, ToolOutcome.ok(text))
     assert read.live == text
-    bash = h.processor(live_max_chars=1000).process(
-        2, "Bash", {"command": "cat x.py"}, ToolOutcome.ok(text)
-    )
+    bash = h.processor().process(2, "Bash", {"command": "cat x.py"}, ToolOutcome.ok(text))
     assert _ref_of(bash.live).type == "other"
 
 

@@ -256,3 +256,10 @@ def test_call_pruning_is_append_only_and_reversible(tmp_path_factory, count, kee
         original = session.records[call.index].entry
         values = [json.loads(c.arguments_json)["content"] for c in original.tool_calls]
         assert [(session.directory / ref).read_text() for ref in call.refs] == values
+
+
+def test_a_batch_must_pay_back_within_prune_max_payback(tmp_path):
+    session = session_with_steps(tmp_path / "s", [120] * 30)
+    decision = pruner(session).decide()
+    assert decision is not None and decision.payback_steps > 1
+    assert pruner(session, prune_max_payback=1).decide() is None

@@ -183,8 +183,6 @@ class Agent:
             self.externalizer,
             mode=self.config.effective_history_mode,
             externalize=self.config.flag("externalize"),
-            # about a quarter of the window (at ~4 characters a token) for one live output
-            live_max_chars=self.config.context_window,
         )
         self.harness: Harness = harness or build_harness(
             session=self.session,

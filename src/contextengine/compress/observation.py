@@ -1,9 +1,8 @@
 """After a tool ran: what history keeps forever and what the model sees now (R7.2, R3.2).
 
-History gets the per-tool compressed form (or the full text in ``full`` mode; a text over
-its kind's threshold becomes a ``compressed_ref`` with a preview there). The model's live
-view, once, gets the full text (the step that asked for it reads it whole, R7.2), or the
-ref when the text is too long to show within the window. Whenever either is not the full text, the full text is saved to the
+History gets the per-tool compressed form (or the full text in ``full`` mode); the model's
+live view gets the full text, or a ``compressed_ref`` with a preview when the text is over
+its kind's threshold. Whenever either is not the full text, the full text is saved to the
 artifacts first (R3.3). An error's message is kept verbatim in both (R5.1).
 """
 
@@ -24,6 +23,7 @@ ERROR_TAIL_LINES = 20
 TITLE_CHARS = 120
 _TITLE_ARGS = ("path", "file_path", "pattern", "command", "url", "query")
 MAX_INDEXED_NAMES = 200
+REF_VIEW_MAX_SHARE = 0.5  # in full mode, a ref view longer than this share of the text is not used
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{5,}")
 _CODE_LIKE = re.compile(r"[_./\-0-9]|[a-z][A-Z]")
 
@@ -46,18 +46,10 @@ class ProcessedObservation:
 class ObservationProcessor:
     """Turns a tool outcome into its history and live forms for one session."""
 
-    def __init__(
-        self,
-        externalizer: Externalizer,
-        *,
-        mode: HistoryMode,
-        externalize: bool,
-        live_max_chars: int,
-    ) -> None:
+    def __init__(self, externalizer: Externalizer, *, mode: HistoryMode, externalize: bool) -> None:
         self._externalizer = externalizer
         self._mode = mode
         self._externalize = externalize
-        self._live_max_chars = live_max_chars
         self._seen: set[str] = set()
 
     def process(
@@ -74,17 +66,22 @@ class ObservationProcessor:
         externalized = self._externalize and over_threshold(full, kind)
         ref: CompressedRef | None = None
         if self._mode == "full":
+            history = full
             if externalized:
                 ref = self._store(name, full, kind, tool_name, arguments)
-            history = self._ref_view(ref, outcome) if ref else full
-            live = self._live(full, history)
+                view = self._ref_view(ref, outcome)
+                if len(view) <= len(full) * REF_VIEW_MAX_SHARE:
+                    history = view
+                else:
+                    ref = None  # a ref about as long as the text saves nothing: keep the text
+            live = history
         else:
             where = self._externalizer.display_path(name)
             compressed = compress(tool_name, arguments, outcome, full_ref=where)
             if compressed.cut:
                 ref = self._store(name, full, kind, tool_name, arguments)
                 history = compressed.text
-                live = self._live(full, self._ref_view(ref, outcome)) if externalized else full
+                live = self._ref_view(ref, outcome) if externalized else full
             else:
                 # Nothing to cut: the verbatim text is smaller than its JSON form, and
                 # showing it once in history is all the model needs.
@@ -94,10 +91,6 @@ class ObservationProcessor:
         if ref is not None:
             full_ref = self._externalizer.session_relative(self._externalizer.path_for(name))
         return ProcessedObservation(history, live, full_ref, len(full))
-
-    def _live(self, full: str, short: str) -> str:
-        """The full text, unless it is too long to show: then ``short``."""
-        return full if len(full) <= self._live_max_chars else short
 
     def _ref_view(self, ref: CompressedRef, outcome: ToolOutcome) -> str:
         """The ref, an index of the names the full text holds, how to read it, and a

@@ -1,9 +1,10 @@
 """Cache-aware pruning of old context (R7.8): shrink it when the cache pays for it.
 
-What shrinks: old successful tool results (each becomes a stub) and the long string
+What shrinks: old successful tool results (each becomes a stub), the long string
 arguments of old tool calls (a file's new content, an edit's old and new text: each value
 becomes a stub inside the call, which keeps its tool, id and short arguments such as the
-path). Failed calls and their results stay verbatim (R5.1), and so do the newest
+path), and the head of old long replies (their reasoning; the end, where a text-protocol
+reply states its action, stays). Failed calls and their results stay verbatim (R5.1), and so do the newest
 ``prune_keep_recent`` results and calls.
 
 Prices are relative to an uncached input token: a cache read costs ``read``, a cache write
@@ -12,8 +13,12 @@ stubs ``S`` tokens smaller makes this request write its suffix again instead of 
 an extra ``(P - p - S) * write - (P - p) * read``, and makes every later request read ``S``
 fewer tokens, a saving of ``S * read`` each. The later steps are not known; the policy
 expects as many more as ``prune_horizon`` times the steps so far (a run that has gone on
-for long tends to go on), and prunes when the batch pays back its rewrite within that
-horizon. It chooses where the batch starts (the oldest candidate, or a later one) for the
+for long tends to go on), but never more than ``prune_max_payback`` (a run can end at any
+step; a batch that needs long to pay back is a bet on its length), and prunes when the
+batch pays back its rewrite within that horizon. Results and replies of any size join a
+batch once it is worth making (``prune_min_tokens`` only skips those whose stub would save
+next to nothing): the rewrite is paid anyway, and everything pruned with it raises the
+saving. It chooses where the batch starts (the oldest candidate, or a later one) for the
 largest expected net saving, so one rewrite carries as much as it can.
 
 A stub names the artifact holding the text byte for byte and the code-like names the
@@ -48,6 +53,7 @@ STUB_HEAD = "[pruned: {chars:,} chars of an older {what}, saved at {path}; read 
 MAX_STUB_NAMES = 120
 STUB_ESTIMATE_TOKENS = 40  # a stub's head; its names are paid for out of the saving
 ARGUMENT_MIN_CHARS = 400  # shorter call arguments (paths, commands, patterns) stay as they are
+TEXT_KEEP_CHARS = 300  # the end of a pruned reply stays: a text-protocol reply ends with its action
 
 _Stubber = Callable[[ToolCallRecord, str, str], str]
 
@@ -88,7 +94,9 @@ class Pruner:
         read, write = config.cache_read_price, config.cache_write_price
         if read <= 0:
             return None  # free cache reads: a smaller prefix saves nothing
-        horizon = config.prune_horizon * _steps(self._session.records)
+        horizon = min(
+            config.prune_horizon * _steps(self._session.records), config.prune_max_payback
+        )
         best: PruneDecision | None = None
         best_value = 0.0
         saved = 0
@@ -142,6 +150,7 @@ class Pruner:
 
     def _prune_call(self, index: int, entry: AssistantEntry, names: _NameIndex) -> PrunedCall:
         refs: list[str] = []
+        native = self._session.style.protocol == "native"
 
         def stub(call: ToolCallRecord, where: str, value: str) -> str:
             saved = self._externalizer.save(f"arg-{index:06d}-{call.id}-{where}", value)
@@ -154,13 +163,22 @@ class Pruner:
             call.model_copy(
                 update={"arguments_json": canonical_json(_stub_values(arguments, call, stub))}
             )
-            if (arguments := _arguments(call)) is not None and _long_values(arguments)
+            if native
+            and (arguments := _arguments(call)) is not None
+            and any(_long_values(arguments))
             else call
             for call in entry.tool_calls
         )
+        text = entry.text
+        cut = _text_cut(text)
+        if cut:
+            saved = self._externalizer.save(f"text-{index:06d}", text[:cut])
+            refs.append(self._externalizer.session_relative(saved))
+            head = stub_text(cut, self._externalizer.display(saved), names.new(text[:cut]), "reply")
+            text = f"{head}\n{text[cut:]}"
         return PrunedCall(
             index=index,
-            assistant=entry.model_copy(update={"tool_calls": calls}),
+            assistant=entry.model_copy(update={"text": text, "tool_calls": calls}),
             refs=tuple(refs),
         )
 
@@ -218,22 +236,35 @@ def stub_text(chars: int, path: str, names: Sequence[str], what: str = "output")
 
 
 def _saving(entry: object, failed: set[str], native: bool) -> int:
-    """Tokens stubbing ``entry`` would save: a successful result's, or (where calls are
-    sent as calls) the long arguments' of a reply none of whose calls failed."""
+    """Tokens stubbing ``entry`` would save: a successful result's, or a reply's (none of
+    whose calls failed) long text and, where calls are sent as calls, long arguments."""
     if isinstance(entry, ToolResultEntry):
         if entry.status != "success":
             return 0
         return count_tokens(entry.content) - STUB_ESTIMATE_TOKENS
-    if not (native and isinstance(entry, AssistantEntry)) or any(
-        c.id in failed for c in entry.tool_calls
-    ):
+    if not isinstance(entry, AssistantEntry) or any(c.id in failed for c in entry.tool_calls):
         return 0
-    return sum(
-        count_tokens(value) - STUB_ESTIMATE_TOKENS
-        for call in entry.tool_calls
-        if (arguments := _arguments(call)) is not None
-        for value in _long_values(arguments)
-    )
+    cut = _text_cut(entry.text)
+    saving = count_tokens(entry.text[:cut]) - STUB_ESTIMATE_TOKENS if cut else 0
+    if native:
+        saving += sum(
+            count_tokens(value) - STUB_ESTIMATE_TOKENS
+            for call in entry.tool_calls
+            if (arguments := _arguments(call)) is not None
+            for value in _long_values(arguments)
+        )
+    return saving
+
+
+def _text_cut(text: str) -> int:
+    """Where a reply's pruned head ends (0: keep it whole): the text's last
+    ``TEXT_KEEP_CHARS`` (from a line start) stay, since a text-protocol reply ends with its
+    action, and the head goes only when it is long enough to be worth a stub."""
+    start = len(text) - TEXT_KEEP_CHARS
+    if start < ARGUMENT_MIN_CHARS:
+        return 0
+    line = text.find("\n", start)
+    return line + 1 if line != -1 else start
 
 
 def _arguments(call: ToolCallRecord) -> dict[str, Any] | None:

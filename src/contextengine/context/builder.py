@@ -121,7 +121,7 @@ class ContextBuilder:
         elif mode == "round_scratchpad" and live.round_start is not None:
             cut = hist.position_of(live.round_start)
             live_msgs = self._scratchpad(session, hist.records_from(cut), live)
-        else:
+        elif mode == "compressed":
             live_msgs = [
                 _full_observation_message(live.full_observations[i])
                 for i in sorted(live.full_observations)
