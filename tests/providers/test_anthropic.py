@@ -356,7 +356,7 @@ def test_usage_is_normalized_to_include_cache_reads_and_writes(
     assert reply.usage.latency_s > 0
 
 
-def test_sdk_retries_rate_limits_and_overload(
+def test_retries_rate_limits_and_overload(
     build_request: BuildRequest, fake_server: StartServer
 ) -> None:
     server = fake_server("anthropic", [{"content": "after retry"}], failures=[429, 529])
@@ -364,9 +364,7 @@ def test_sdk_retries_rate_limits_and_overload(
     assert len(server.requests) == 3
 
 
-def test_sdk_retries_a_timed_out_request(
-    build_request: BuildRequest, fake_server: StartServer
-) -> None:
+def test_retries_a_timed_out_request(build_request: BuildRequest, fake_server: StartServer) -> None:
     server = fake_server("anthropic", [{"content": "after timeout"}], stalls=1)
     reply = provider(server.base_url, timeout=0.3).complete(build_request())
     assert reply.content == "after timeout"

@@ -91,8 +91,8 @@ class OpenAICompatibleProvider(StreamingProvider):
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self._params = params
-        self._client = openai.OpenAI(
-            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+        self._client = openai.OpenAI(  # max_retries=0: providers.retry decides
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
         )
 
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
