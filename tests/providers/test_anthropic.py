@@ -11,6 +11,7 @@ import pytest
 from contextengine import (
     AssistantEntry,
     Config,
+    ConfigError,
     MissingAPIKeyError,
     ProviderError,
     Request,
@@ -395,5 +396,5 @@ def test_params_are_sent_and_reserved_ones_refused(
     provider(server.base_url, max_tokens=100, temperature=0.2).complete(build_request())
     body = server.requests[0].json()
     assert (body["max_tokens"], body["temperature"]) == (100, 0.2)
-    with pytest.raises(ValueError, match="system"):
+    with pytest.raises(ConfigError, match="system"):
         provider(server.base_url, system="x")

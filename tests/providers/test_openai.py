@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from contextengine import Config, MissingAPIKeyError, ProviderError, ToolMask, Usage
+from contextengine import Config, ConfigError, MissingAPIKeyError, ProviderError, ToolMask, Usage
 from contextengine.providers.openai import OpenAIProvider
 from contextengine.types import ReasoningDelta, ReplyDone, TextDelta, ToolCall
 
@@ -225,5 +225,5 @@ def test_api_key_from_environment(
 
 
 def test_params_cannot_replace_what_the_adapter_sends() -> None:
-    with pytest.raises(ValueError, match="prompt_cache_key"):
+    with pytest.raises(ConfigError, match="prompt_cache_key"):
         OpenAIProvider("gpt-test", api_key="k", prompt_cache_key="x")

@@ -38,6 +38,7 @@ import openai
 
 from contextengine.context.canonical import canonical_json
 from contextengine.context.request import Request
+from contextengine.errors import ConfigError
 from contextengine.local.grammar import call_array_grammar
 from contextengine.providers.base import StreamingProvider
 from contextengine.providers.openai import RESERVED_PARAMS, named_function, stream_chat
@@ -82,7 +83,7 @@ class OpenAICompatibleProvider(StreamingProvider):
         **params: Any,
     ) -> None:
         if server not in SERVERS:
-            raise ValueError(f"unknown server {server!r}; known: {', '.join(SERVERS)}")
+            raise ConfigError(f"unknown server {server!r}; known: {', '.join(SERVERS)}")
         check_params(params, RESERVED_PARAMS | {"user"}, "OpenAICompatibleProvider")
         self.model = model
         self.base_url = base_url

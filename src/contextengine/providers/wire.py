@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from contextengine.context.canonical import canonical_json
 from contextengine.context.request import Request
-from contextengine.errors import MissingAPIKeyError, ProviderError
+from contextengine.errors import ConfigError, MissingAPIKeyError, ProviderError
 from contextengine.untrusted import parse_json, valid_text
 
 ChoiceKind = Literal["none", "auto", "required"]
@@ -100,7 +100,7 @@ def check_params(params: Mapping[str, Any], reserved: frozenset[str], owner: str
     """Refuse extra request fields that the adapter itself sets."""
     clash = sorted(set(params) & reserved)
     if clash:
-        raise ValueError(f"{owner}: {clash} are set by the adapter and cannot be passed as params")
+        raise ConfigError(f"{owner}: {clash} are set by the adapter and cannot be passed as params")
 
 
 def one_line(text: object) -> str:
