@@ -34,7 +34,7 @@ from typing import Any
 import anthropic
 
 from contextengine.context.request import Request
-from contextengine.errors import BadRequestError, BrokenReplyError, ProviderError
+from contextengine.errors import BrokenReplyError, ProviderError
 from contextengine.providers.base import StreamingProvider
 from contextengine.providers.http_errors import sdk_error
 from contextengine.providers.retry import DEFAULT_BACKOFF_S, retried
@@ -214,7 +214,6 @@ def _refused_prefill(exc: ProviderError, body: Mapping[str, Any]) -> bool:
     """Whether ``exc`` is the API's 400 refusing the prefill that ``body`` ends with."""
     return (
         body["messages"][-1]["role"] == "assistant"
-        and isinstance(exc, BadRequestError)
         and exc.status == 400
         and "prefill" in str(exc).lower()
     )
