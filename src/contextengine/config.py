@@ -208,7 +208,7 @@ class Config(BaseModel):
     def flag(self, name: str) -> bool:
         """Whether component ``name`` is on (its own switch and the master switch)."""
         if name not in COMPONENT_FLAGS:
-            raise KeyError(f"unknown component flag {name!r}")
+            raise ConfigError(f"unknown component flag {name!r}")
         return self.enabled and bool(getattr(self, name))
 
     @property

@@ -78,9 +78,9 @@ def test_ref_json_round_trip(ext: Externalizer) -> None:
     assert is_compressed_ref(obj)
     assert CompressedRef.from_json(rendered) == ref
     assert rendered == ref.to_json()
-    with pytest.raises(ValueError, match="not a compressed_ref"):
+    with pytest.raises(UnrecoverableRef, match="not a compressed_ref"):
         CompressedRef.from_json('{"path": "x"}')
-    with pytest.raises(ValueError, match="not a compressed_ref"):
+    with pytest.raises(UnrecoverableRef, match="not a compressed_ref"):
         CompressedRef.from_json("not json")
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from contextengine import (
     AssistantEntry,
+    ConfigError,
     ContextBuilder,
     PrefixMonitor,
     ProviderError,
@@ -282,7 +283,7 @@ def test_alternating_sessions_keep_their_own_prefix_with_the_ram_cache(
 
 
 def test_user_errors_have_clear_messages(tiny_model, tmp_path):
-    with pytest.raises(ProviderError, match="model file not found"):
+    with pytest.raises(ConfigError, match="model file not found"):
         LlamaCppProvider(tmp_path / "missing.gguf")
     (tmp_path / "broken.gguf").write_bytes(b"GGUF not really")
     with pytest.raises(ProviderError, match="cannot load local model"):

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from contextengine import ContextBuilder, Session, UserEntry
 from contextengine.context.request import Request
-from contextengine.errors import ProviderError
+from contextengine.errors import ConfigError, ProviderError
 from contextengine.local.chat_format import render_call
 from contextengine.local.templates import (
     CHATML,
@@ -182,7 +182,7 @@ def test_a_model_without_a_template_gets_its_architectures_format():
 
 def test_other_templates_and_bad_names():
     assert isinstance(format_for_template("[INST]{{ messages }}", "auto"), JinjaFormat)
-    with pytest.raises(ProviderError, match="unknown chat format 'llama9'"):
+    with pytest.raises(ConfigError, match="unknown chat format 'llama9'"):
         format_for_template(None, "llama9")
     with pytest.raises(ProviderError, match="needs a chat template"):
         format_for_template(None, "jinja")

@@ -11,6 +11,7 @@ import pytest
 from contextengine import (
     AssistantEntry,
     Config,
+    ConfigError,
     MissingAPIKeyError,
     ProviderError,
     Request,
@@ -358,7 +359,7 @@ def test_usage_is_normalized_to_include_cache_reads_and_writes(
     assert reply.usage.latency_s > 0
 
 
-def test_sdk_retries_rate_limits_and_overload(
+def test_retries_rate_limits_and_overload(
     build_request: BuildRequest, fake_server: StartServer
 ) -> None:
     server = fake_server("anthropic", [{"content": "after retry"}], failures=[429, 529])
@@ -366,9 +367,7 @@ def test_sdk_retries_rate_limits_and_overload(
     assert len(server.requests) == 3
 
 
-def test_sdk_retries_a_timed_out_request(
-    build_request: BuildRequest, fake_server: StartServer
-) -> None:
+def test_retries_a_timed_out_request(build_request: BuildRequest, fake_server: StartServer) -> None:
     server = fake_server("anthropic", [{"content": "after timeout"}], stalls=1)
     reply = provider(server.base_url, timeout=0.3).complete(build_request())
     assert reply.content == "after timeout"
@@ -399,7 +398,7 @@ def test_params_are_sent_and_reserved_ones_refused(
     provider(server.base_url, max_tokens=100, temperature=0.2).complete(build_request())
     body = server.requests[0].json()
     assert (body["max_tokens"], body["temperature"]) == (100, 0.2)
-    with pytest.raises(ValueError, match="system"):
+    with pytest.raises(ConfigError, match="system"):
         provider(server.base_url, system="x")
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from contextengine import Config, MissingAPIKeyError, ProviderError, ToolMask, Usage
+from contextengine import Config, ConfigError, MissingAPIKeyError, ProviderError, ToolMask, Usage
 from contextengine.providers.openai import OpenAIProvider
 from contextengine.types import ReasoningDelta, ReplyDone, TextDelta, ToolCall
 
@@ -156,7 +156,7 @@ def test_default_fake_usage_reports_the_shared_prefix_as_cached(
 
 
 @pytest.mark.parametrize("failures", [[429], [500], [429, 500]])
-def test_sdk_retries_rate_limits_and_server_errors(
+def test_retries_rate_limits_and_server_errors(
     build_request: BuildRequest, fake_server: StartServer, failures: list[int]
 ) -> None:
     server = fake_server("openai", [{"content": "after retry"}], failures=failures)
@@ -166,9 +166,7 @@ def test_sdk_retries_rate_limits_and_server_errors(
     assert len(server.answered) == 1
 
 
-def test_sdk_retries_a_timed_out_request(
-    build_request: BuildRequest, fake_server: StartServer
-) -> None:
+def test_retries_a_timed_out_request(build_request: BuildRequest, fake_server: StartServer) -> None:
     server = fake_server("openai", [{"content": "after timeout"}], stalls=1)
     reply = provider(server.base_url, timeout=0.3).complete(build_request())
     assert reply.content == "after timeout"
@@ -227,7 +225,7 @@ def test_api_key_from_environment(
 
 
 def test_params_cannot_replace_what_the_adapter_sends() -> None:
-    with pytest.raises(ValueError, match="prompt_cache_key"):
+    with pytest.raises(ConfigError, match="prompt_cache_key"):
         OpenAIProvider("gpt-test", api_key="k", prompt_cache_key="x")
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from contextengine import ToolMask
+from contextengine import ConfigError, ToolMask
 from contextengine.providers.openai_compatible import SERVERS, OpenAICompatibleProvider
 from contextengine.types import ReplyDone, TextDelta, ToolCall
 
@@ -265,7 +265,7 @@ def test_retries_on_server_errors(build_request: BuildRequest, fake_server: Star
 
 
 def test_unknown_server_and_reserved_params_are_refused() -> None:
-    with pytest.raises(ValueError, match="unknown server 'tgi'; known: vllm, sglang"):
+    with pytest.raises(ConfigError, match="unknown server 'tgi'; known: vllm, sglang"):
         provider("http://127.0.0.1:9/v1", "tgi")
-    with pytest.raises(ValueError, match="user"):
+    with pytest.raises(ConfigError, match="user"):
         provider("http://127.0.0.1:9/v1", "vllm", user="someone")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextengine import MissingAPIKeyError, ProviderError, ToolMask
+from contextengine import ConfigError, MissingAPIKeyError, ProviderError, ToolMask
 from contextengine.providers.wire import (
     ToolChoice,
     arguments_object,
@@ -71,5 +71,5 @@ def test_api_key_comes_from_argument_then_environment(monkeypatch: pytest.Monkey
 
 def test_params_may_not_override_adapter_fields() -> None:
     check_params({"temperature": 0}, frozenset({"tools"}), "X")
-    with pytest.raises(ValueError, match=r"\['tools'\] are set by the adapter"):
+    with pytest.raises(ConfigError, match=r"\['tools'\] are set by the adapter"):
         check_params({"tools": []}, frozenset({"tools"}), "X")

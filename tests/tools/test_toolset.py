@@ -5,6 +5,7 @@ import pytest
 from pydantic import BaseModel
 
 from contextengine.canonical import canonical_json
+from contextengine.errors import ConfigError
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
@@ -82,7 +83,7 @@ def test_the_lean_schema_still_validates_in_full(ctx: ToolContext) -> None:
 
 
 def test_duplicate_names_are_refused() -> None:
-    with pytest.raises(ValueError, match="duplicate tool name 'boom'"):
+    with pytest.raises(ConfigError, match="duplicate tool name 'boom'"):
         Toolset([Boom(), Boom()])
 
 

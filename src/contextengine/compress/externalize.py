@@ -34,7 +34,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class UnrecoverableRef(ContextEngineError):
-    """A ``compressed_ref`` whose original text cannot be read back."""
+    """A ``compressed_ref`` that is malformed or whose original text cannot be read back."""
 
 
 def over_threshold(text: str, kind: ObservationKind) -> bool:
@@ -76,17 +76,17 @@ class CompressedRef(BaseModel):
 
     @classmethod
     def from_json(cls, text: str) -> CompressedRef:
-        """Parse what ``to_json`` produced; ``ValueError`` when it is not a compressed_ref."""
+        """Parse what ``to_json`` produced; ``UnrecoverableRef`` when it is not a compressed_ref."""
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"not a compressed_ref: {exc}") from None
+            raise UnrecoverableRef(f"not a compressed_ref: {exc}") from None
         if not is_compressed_ref(obj):
-            raise ValueError('not a compressed_ref: no "_type": "compressed_ref"')
+            raise UnrecoverableRef('not a compressed_ref: no "_type": "compressed_ref"')
         try:
             return cls.model_validate({k: v for k, v in obj.items() if k != "_type"})
         except ValidationError as exc:
-            raise ValueError(f"invalid compressed_ref: {exc}") from None
+            raise UnrecoverableRef(f"invalid compressed_ref: {exc}") from None
 
 
 def is_compressed_ref(value: Any) -> bool:

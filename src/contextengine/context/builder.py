@@ -21,6 +21,7 @@ from contextengine.config import Config
 from contextengine.context.code_law import CodeLawReader
 from contextengine.context.request import Purpose, Request, Segments
 from contextengine.context.scrub import ScrubFinding, scrub_report
+from contextengine.errors import ConfigError
 from contextengine.session.entries import ToolResultEntry
 from contextengine.session.log import LogRecord
 from contextengine.session.render import Message, render_tool_result
@@ -72,7 +73,7 @@ class ContextBuilder:
         specs = sorted((ToolSpec.coerce(t) for t in tools), key=lambda t: t.name)
         names = [t.name for t in specs]
         if len(set(names)) != len(names):
-            raise ValueError(f"duplicate tool names in {names}")
+            raise ConfigError(f"duplicate tool names in {names}")
         tool_objs = [t.to_openai() for t in specs]
         if self._config.flag("scrub"):
             tool_objs, findings = _scrub_tree(tool_objs)

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, NoReturn
 
 from contextengine.context.request import Request
-from contextengine.errors import ProviderError
+from contextengine.errors import ConfigError, ProviderError
 from contextengine.local import chat_format
 from contextengine.local.chat_format import text_messages
 
@@ -122,7 +122,7 @@ def format_for_template(
     if name in NAMED_FORMATS:
         return NAMED_FORMATS[name]
     if name not in FORMAT_NAMES:
-        raise ProviderError(f"unknown chat format {name!r}; known: {', '.join(FORMAT_NAMES)}")
+        raise ConfigError(f"unknown chat format {name!r}; known: {', '.join(FORMAT_NAMES)}")
     if template is None:
         if name == "jinja":
             raise ProviderError("chat format 'jinja' needs a chat template in the model file")

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from contextengine.canonical import canonical_json
+from contextengine.errors import ConfigError
 from contextengine.local.chat_format import (
     END_OF_TEXT,
     IM_END,
@@ -110,7 +111,7 @@ def build_tiny_model(
     """
     config = config or TinyModelConfig()
     if config.hidden_size % config.num_heads or config.num_heads % config.num_kv_heads:
-        raise ValueError(
+        raise ConfigError(
             f"hidden_size {config.hidden_size} must split into {config.num_heads} heads, "
             f"and the heads into {config.num_kv_heads} key/value groups"
         )

@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from contextengine.canonical import canonical_json
-from contextengine.errors import TrajectoryError
+from contextengine.errors import ConfigError, TrajectoryError
 from contextengine.tools.spec import ToolSpec
 from contextengine.untrusted import parse_json
 
@@ -90,7 +90,7 @@ class Trajectory(_Model):
         for k, tool in enumerate(tools):
             try:
                 name = ToolSpec.coerce(tool).name
-            except ValueError:
+            except ConfigError:
                 raise ValueError(f"tools[{k}]: a tool needs a 'name'") from None
             if name in seen:
                 raise ValueError(f"tools[{k}]: duplicate tool name {name!r}")

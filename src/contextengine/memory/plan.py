@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contextengine.errors import PlanUpdateError
 from contextengine.tools.todo import TodoStatus
 
 MARKS: dict[TodoStatus, str] = {"pending": " ", "in_progress": ">", "done": "x", "failed": "!"}
@@ -151,10 +152,6 @@ class PlanUpdate(_Frozen):
     def is_empty(self) -> bool:
         """Whether the update changes nothing."""
         return all(getattr(self, name) is None for name in type(self).model_fields)
-
-
-class PlanUpdateError(ValueError):
-    """An update that cannot apply (a step number out of range); the message says why."""
 
 
 def apply_update(plan: Plan, update: PlanUpdate) -> Plan:

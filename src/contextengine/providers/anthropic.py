@@ -40,13 +40,10 @@ from typing import Any, Literal
 import anthropic
 
 from contextengine.context.request import Request
-from contextengine.errors import ProviderError
+from contextengine.errors import BrokenReplyError, ProviderError
 from contextengine.providers.base import StreamingProvider
-from contextengine.providers.retry import (
-    DEFAULT_BACKOFF_S,
-    BrokenReplyError,
-    retried,
-)
+from contextengine.providers.http_errors import sdk_error
+from contextengine.providers.retry import DEFAULT_BACKOFF_S, retried
 from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
@@ -56,7 +53,6 @@ from contextengine.providers.wire import (
     brief_error,
     canonical_arguments,
     check_params,
-    one_line,
     plain_text,
     require_api_key,
     resolve_tool_choice,
@@ -104,9 +100,9 @@ class AnthropicProvider(StreamingProvider):
     ``params`` are extra Messages fields sent with every request (``top_p``, ``thinking``
     ...); ``cache_ttl`` is the lifetime of every cache breakpoint (``5m`` or ``1h``);
     ``mask_prefill`` sends the assistant prefill that names a masked subset of tools (see
-    the module docstring). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; retries
-    on 429/5xx/overload and timeouts are the SDK's own (``max_retries``), a 200 reply cut
-    before ``message_stop`` or otherwise broken is retried as often by ``providers.retry``.
+    the module docstring). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``. A failed
+    call (429, 5xx, 529 overloaded, a timeout) or a 200 reply cut before ``message_stop`` is
+    retried ``max_retries`` times by ``providers.retry``.
     """
 
     def __init__(
@@ -135,7 +131,7 @@ class AnthropicProvider(StreamingProvider):
         self._client = anthropic.Anthropic(
             api_key=require_api_key(api_key, "ANTHROPIC_API_KEY", "anthropic"),
             base_url=base_url,
-            max_retries=max_retries,
+            max_retries=0,  # providers.retry decides
             timeout=timeout,
         )
 
@@ -167,7 +163,7 @@ class AnthropicProvider(StreamingProvider):
                 **body,
             )
         except anthropic.AnthropicError as exc:
-            raise _provider_error(exc, where) from exc
+            raise sdk_error(exc, where, anthropic) from exc
         try:
             with stream:
                 for event in stream:
@@ -275,11 +271,10 @@ def anthropic_tool_choice(choice: ToolChoice, *, thinking: bool = False) -> dict
 
 def _refused_prefill(exc: ProviderError, body: Mapping[str, Any]) -> bool:
     """Whether ``exc`` is the API's 400 refusing the prefill that ``body`` ends with."""
-    message = str(exc)
     return (
         body["messages"][-1]["role"] == "assistant"
-        and "HTTP 400" in message
-        and "prefill" in message.lower()
+        and exc.status == 400
+        and "prefill" in str(exc).lower()
     )
 
 
@@ -331,16 +326,6 @@ def _tool(tool: Mapping[str, Any]) -> Block:
         "description": function.get("description", ""),
         "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
     }
-
-
-def _provider_error(exc: anthropic.AnthropicError, where: str) -> ProviderError:
-    if isinstance(exc, anthropic.APIStatusError):
-        return ProviderError(f"{where}: HTTP {exc.status_code}: {one_line(exc.message)}")
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ProviderError(f"{where}: request timed out")
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ProviderError(f"{where}: cannot connect: {one_line(exc)}")
-    return ProviderError(f"{where}: {one_line(exc)}")
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from contextengine.errors import ProviderError
+from contextengine.errors import ConfigError
 from contextengine.providers.base import Provider
 from contextengine.providers.wire import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, Generation
 
@@ -61,10 +61,10 @@ def make_provider(
     http: dict[str, Any] = {"timeout": timeout_s, "max_retries": max_retries}
     generation = generation or Generation()
     if name not in PROVIDER_NAMES:
-        raise ProviderError(f"unknown provider {name!r}; known: {', '.join(PROVIDER_NAMES)}")
+        raise ConfigError(f"unknown provider {name!r}; known: {', '.join(PROVIDER_NAMES)}")
     model = model or _DEFAULT_MODELS.get(name)
     if not model:
-        raise ProviderError(f"provider {name!r} needs a model name")
+        raise ConfigError(f"provider {name!r} needs a model name")
     if name == "openai":
         return _adapter("openai_responses", "OpenAIResponsesProvider", "openai")(
             model,
@@ -102,7 +102,7 @@ def make_provider(
             **http,
         )
     if name == "openai-compatible" and base_url is None:
-        raise ProviderError("provider 'openai-compatible' needs a base URL (--base-url)")
+        raise ConfigError("provider 'openai-compatible' needs a base URL (--base-url)")
     return _adapter("openai_compatible", "OpenAICompatibleProvider", "openai")(
         model,
         base_url or LOCAL_BASE_URLS[name],
@@ -128,6 +128,6 @@ def _adapter(module: str, cls: str, extra: str) -> Any:
     try:
         return getattr(importlib.import_module(f"contextengine.providers.{module}"), cls)
     except ImportError as exc:
-        raise ProviderError(
+        raise ConfigError(
             f"this provider needs the {extra} package: pip install 'contextengine[{extra}]'"
         ) from exc

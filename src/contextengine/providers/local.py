@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from contextengine.context.request import Request
-from contextengine.errors import ProviderError
+from contextengine.errors import ConfigError, ProviderError
 from contextengine.local.chat_format import parse_reply, visible_text
 from contextengine.local.grammar import mask_grammar
 from contextengine.local.templates import format_for_template
@@ -59,7 +59,7 @@ class LlamaCppProvider(StreamingProvider):
     ) -> None:
         path = Path(model_path)
         if not path.is_file():
-            raise ProviderError(f"local model file not found: {path}")
+            raise ConfigError(f"local model file not found: {path}")
         llama_cpp = _import_llama_cpp()
         self.model = model or path.stem
         self.max_tokens = max_tokens

@@ -6,9 +6,9 @@ same cache. Masking: the tool list never changes; the mask becomes ``tool_choice
 (``auto`` / ``required`` / a named function / ``allowed_tools``).
 
 ``stream_chat`` is shared with the OpenAI-compatible adapter: it runs one streamed Chat
-Completions call through the official SDK (whose own retry covers 408/409/429/5xx and
-timeouts) and maps the chunks back to reply events. A 200 reply that is not a complete chunk
-stream is retried by ``providers.retry``, with the same ``max_retries``.
+Completions call through the official SDK (its own retries off) and maps the chunks back to
+reply events. A failed call (``providers.http_errors``) or a 200 reply that is not a complete
+chunk stream is retried by ``providers.retry`` when its error is retryable.
 """
 
 from __future__ import annotations
@@ -22,13 +22,10 @@ from typing import Any
 import openai
 
 from contextengine.context.request import Request
-from contextengine.errors import ProviderError
+from contextengine.errors import BrokenReplyError
 from contextengine.providers.base import StreamingProvider
-from contextengine.providers.retry import (
-    DEFAULT_BACKOFF_S,
-    BrokenReplyError,
-    retried,
-)
+from contextengine.providers.http_errors import sdk_error
+from contextengine.providers.retry import DEFAULT_BACKOFF_S, retried
 from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
@@ -38,7 +35,6 @@ from contextengine.providers.wire import (
     canonical_arguments,
     chat_messages,
     check_params,
-    one_line,
     require_api_key,
     resolve_tool_choice,
     text_field,
@@ -95,7 +91,7 @@ class OpenAIProvider(StreamingProvider):
         self._client = openai.OpenAI(
             api_key=require_api_key(api_key, "OPENAI_API_KEY", "openai"),
             base_url=base_url,
-            max_retries=max_retries,
+            max_retries=0,  # providers.retry decides
             timeout=timeout,
         )
 
@@ -164,8 +160,8 @@ def stream_chat(
 
     ``body`` is the JSON body without ``model`` and ``stream``; ``show_text=False`` keeps
     content deltas out of the event stream (the content is still in the final reply). A
-    failed request is a ``ProviderError`` (after the SDK's retries); a 200 reply that is not
-    a complete chunk stream ending in a ``finish_reason`` is a ``BrokenReplyError``.
+    failed request is a ``ProviderError`` (``providers.http_errors``); a 200 reply that is
+    not a complete chunk stream ending in a ``finish_reason`` is a ``BrokenReplyError``.
     """
     started = time.monotonic()
     fields = {k: v for k, v in body.items() if k != "messages"}
@@ -180,7 +176,7 @@ def stream_chat(
             extra_headers=dict(headers or {}),
         )
     except openai.OpenAIError as exc:
-        raise provider_error(exc, where) from exc
+        raise sdk_error(exc, where, openai) from exc
     try:
         with stream:
             for chunk in stream:
@@ -193,17 +189,6 @@ def stream_chat(
     if acc.finish is None:
         raise BrokenReplyError(f"{where}: the reply stream ended before its finish_reason")
     yield ReplyDone(reply)
-
-
-def provider_error(exc: openai.OpenAIError, where: str) -> ProviderError:
-    """One-line ``ProviderError`` for an SDK error (raised after the SDK's retries)."""
-    if isinstance(exc, openai.APIStatusError):
-        return ProviderError(f"{where}: HTTP {exc.status_code}: {one_line(exc.message)}")
-    if isinstance(exc, openai.APITimeoutError):
-        return ProviderError(f"{where}: request timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        return ProviderError(f"{where}: cannot connect: {one_line(exc)}")
-    return ProviderError(f"{where}: {one_line(exc)}")
 
 
 @dataclass

@@ -38,6 +38,7 @@ import openai
 
 from contextengine.canonical import canonical_json
 from contextengine.context.request import Request
+from contextengine.errors import ConfigError
 from contextengine.local.grammar import call_array_grammar
 from contextengine.providers.base import StreamingProvider
 from contextengine.providers.openai import (
@@ -91,7 +92,7 @@ class OpenAICompatibleProvider(StreamingProvider):
         **params: Any,
     ) -> None:
         if server not in SERVERS:
-            raise ValueError(f"unknown server {server!r}; known: {', '.join(SERVERS)}")
+            raise ConfigError(f"unknown server {server!r}; known: {', '.join(SERVERS)}")
         check_params(params, RESERVED_PARAMS | {"user"}, "OpenAICompatibleProvider")
         self.model = model
         self.base_url = base_url
@@ -100,8 +101,8 @@ class OpenAICompatibleProvider(StreamingProvider):
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self._params = {**chat_generation(generation or Generation(), "max_tokens"), **params}
-        self._client = openai.OpenAI(
-            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+        self._client = openai.OpenAI(  # max_retries=0: providers.retry decides
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
         )
 
     def stream(self, request: Request) -> Iterator[ReplyEvent]:

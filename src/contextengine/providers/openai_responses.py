@@ -25,7 +25,7 @@ import openai
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.providers.base import StreamingProvider
-from contextengine.providers.openai import provider_error
+from contextengine.providers.http_errors import sdk_error
 from contextengine.providers.retry import DEFAULT_BACKOFF_S, BrokenReplyError, retried
 from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
@@ -119,7 +119,7 @@ class OpenAIResponsesProvider(StreamingProvider):
         self._client = openai.OpenAI(
             api_key=require_api_key(api_key, "OPENAI_API_KEY", "openai"),
             base_url=base_url,
-            max_retries=max_retries,
+            max_retries=0,  # providers.retry decides
             timeout=timeout,
         )
 
@@ -149,7 +149,7 @@ class OpenAIResponsesProvider(StreamingProvider):
                 model=self.model, input=body["input"], stream=True, extra_body=fields
             )
         except openai.OpenAIError as exc:
-            raise provider_error(exc, where) from exc
+            raise sdk_error(exc, where, openai) from exc
         try:
             with stream:
                 for event in stream:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from contextengine.canonical import canonical_json
 from contextengine.context.request import Request
-from contextengine.errors import MissingAPIKeyError, ProviderError
+from contextengine.errors import ConfigError, MissingAPIKeyError, ProviderError
 from contextengine.session.render import PROVIDER_ITEMS
 from contextengine.types import ReasoningEffort
 from contextengine.untrusted import parse_json, valid_text
@@ -124,7 +124,7 @@ def check_params(params: Mapping[str, Any], reserved: frozenset[str], owner: str
     """Refuse extra request fields that the adapter itself sets."""
     clash = sorted(set(params) & reserved)
     if clash:
-        raise ValueError(f"{owner}: {clash} are set by the adapter and cannot be passed as params")
+        raise ConfigError(f"{owner}: {clash} are set by the adapter and cannot be passed as params")
 
 
 def plain_text(content: Any) -> str:

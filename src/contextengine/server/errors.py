@@ -14,8 +14,12 @@ from contextengine.errors import ContextEngineError
 logger = logging.getLogger(__name__)
 
 
-class ApiError(Exception):
-    """A request the API refuses: an HTTP status and a one-line message for the client."""
+class ApiError(ContextEngineError):
+    """A request the API refuses: an HTTP status and a one-line message for the client.
+
+    A ``ContextEngineError`` like every refusal; its own handler (the most specific one)
+    answers with its ``status`` instead of the engine errors' 500.
+    """
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)

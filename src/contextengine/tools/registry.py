@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from contextengine.errors import ConfigError
 from contextengine.tools.base import Tool, ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.file_delete import FileDelete
@@ -34,7 +35,7 @@ class Toolset:
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             if tool.name in self._tools:
-                raise ValueError(f"duplicate tool name {tool.name!r}")
+                raise ConfigError(f"duplicate tool name {tool.name!r}")
             self._tools[tool.name] = tool
 
     @property

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextengine.canonical import canonical_obj
+from contextengine.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class ToolSpec:
                 parameters=dict(body.get("parameters") or {"type": "object", "properties": {}}),
             )
         except KeyError:
-            raise ValueError(f"tool definition without a name: {dict(tool)!r:.200}") from None
+            raise ConfigError(f"tool definition without a name: {dict(tool)!r:.200}") from None
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI function-tool form, keys in canonical order."""
