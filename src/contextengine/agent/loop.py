@@ -412,7 +412,7 @@ class Agent:
             )
         return self.builder.build(
             self.session,
-            context,
+            replace(context, tail=None),  # the reboot prompt carries the plan itself
             purpose="reboot",
             mask=NO_TOOLS,
             extra=({"role": "user", "content": rebooting},),

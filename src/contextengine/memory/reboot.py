@@ -33,16 +33,12 @@ def reboot_prompt(error_classes: Sequence[str], plan_text: str, progress_text: s
     tail = progress_text[-PROGRESS_TAIL_CHARS:]
     return (
         "## 5-Question Reboot Test\n"
-        f"3-strike protocol: errors of class {classes} happened three times. Stop retrying "
-        "the same approach. Tools are disabled for this answer: think it through instead.\n\n"
-        f"Answer these five questions, one by one:\n{questions}\n\n"
-        f"### Task plan (task_plan.md)\n{plan_text.rstrip() or '(still empty)'}\n\n"
-        f"### What I've tried (last {PROGRESS_TAIL_CHARS} characters of progress.md)\n"
-        f"{tail.strip()}\n\n"
-        "End your answer with exactly one line that answers question 5 for the harness:\n"
-        "HUMAN_HELP: no\n"
-        "or\n"
-        "HUMAN_HELP: yes - <the question you need a human to answer>"
+        f"Errors of class {classes} happened three times: stop retrying the same approach. "
+        f"Tools are paused; answer in turn:\n{questions}\n\n"
+        f"### Task plan (task_plan.md)\n{plan_text.rstrip() or '(empty)'}\n\n"
+        f"### End of progress.md\n{tail.strip()}\n\n"
+        "Last line, for the harness: `HUMAN_HELP: no` or "
+        "`HUMAN_HELP: yes - <your question for a human>`."
     )
 
 

@@ -105,11 +105,11 @@ def plan_reminder_text(reason: RecitationReason, plan_text: str, where: str | No
         "high-risk tool": "Plan recitation (high-risk action): check that it fits the plan.",
         "periodic": "Plan recitation (periodic): check that your work still follows the plan.",
     }[reason]
+    if not plan_text.strip():
+        intro = f"Plan recitation ({reason}): no plan yet."
     lines = [intro]
     if where is not None:
         lines.append(f"Memory files: {where}/ task_plan.md, findings.md, progress.md.")
-    if not plan_text.strip():
-        lines.append("Your plan is empty: write it with todo_write.")
     body = f"{plan_text.rstrip()}\n" if plan_text.strip() else ""
     return "\n".join(lines) + f"\n{_PLAN_OPEN}\n{body}{_PLAN_CLOSE}"
 
