@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import queue
 import re
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,30 +23,23 @@ from contextengine.agent.events import (
     ErrorEvent,
     PruneEvent,
     RunResult,
-    Thinking,
-    ToolCallEvent,
-    ToolResultEvent,
-    UsageEvent,
 )
 from contextengine.agent.harness import build_harness
 from contextengine.agent.hooks import Harness, HookResult
+from contextengine.agent.model_calls import ModelCalls, TokenGauge
 from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
-from contextengine.agent.replies import valid_reply
 from contextengine.agent.stats import AgentStats
-from contextengine.agent.text_protocol import parse_text_reply
+from contextengine.agent.tool_step import ToolStep, append_assistant, interpret
 from contextengine.compress.externalize import CompressedRef, Externalizer
 from contextengine.compress.observation import ObservationProcessor
 from contextengine.compress.prune import Pruner
 from contextengine.config import Config
 from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
 from contextengine.context.mentions import add_mention_reminders
-from contextengine.context.monitor import PrefixMonitor, PrefixReport
 from contextengine.context.render import RenderStyle
 from contextengine.context.request import Request
 from contextengine.context.tokens import count_tokens
 from contextengine.errors import ContextEngineError, ProviderError
-from contextengine.measure.request_log import RequestLog
-from contextengine.measure.usage_log import UsageLog, UsageRecord
 from contextengine.memory.injectors import Injector
 from contextengine.memory.reboot import REBOOT_NOTICE
 from contextengine.memory.rules import STRIKE_RULE
@@ -61,17 +51,12 @@ from contextengine.session.entries import (
     Entry,
     ErrorEntry,
     ReminderEntry,
-    ToolCallRecord,
-    ToolResultEntry,
-    ToolStartEntry,
     UserEntry,
 )
 from contextengine.session.interrupted import close_interrupted_calls
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
 from contextengine.session.listing import META_FILE
-from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
-from contextengine.tools.classify import classify_error
 from contextengine.tools.context import ToolContext
 from contextengine.tools.file_delete import TRASH_DIR
 from contextengine.tools.mask import ToolMask
@@ -81,17 +66,9 @@ from contextengine.tools.sandbox import SandboxPolicy
 from contextengine.tools.web_http import WebPolicy
 from contextengine.tools.web_search import search_backend
 from contextengine.tools.workspace import Workspace
-from contextengine.types import ModelReply, ReasoningDelta, ReplyDone, TextDelta, ToolCall
 from contextengine.untrusted import valid_text
 
 MIN_FINAL_ANSWER_CHARS = 10
-
-
-@dataclass(frozen=True)
-class _Interpretation:
-    calls: tuple[ToolCall, ...] = ()
-    final_answer: str | None = None
-    problem: str | None = None
 
 
 class Agent:
@@ -139,10 +116,9 @@ class Agent:
             project_root=self.workspace,
             config=self.config,
         )
-        self.monitor = PrefixMonitor()
-        self.usage_log = UsageLog(self.session.layout.usage_log)
-        self.request_log = (
-            RequestLog(self.session.layout.requests) if self.config.record_requests else None
+        self.gauge = TokenGauge()
+        self.calls = ModelCalls(
+            provider, self.session.layout, self.config.record_requests, self.gauge
         )
         self.memory = WorkingMemory(
             self.session.directory if self.config.flag("working_memory") else None
@@ -182,15 +158,16 @@ class Agent:
             injectors=injectors,
         )
         display = self.tool_context.workspace.display
-        self.compactor = Compactor(
-            self.session, self.config, display, lambda chunks: self._scaled(_bpe_of(chunks))
-        )
+        self.compactor = Compactor(self.session, self.config, display, self.gauge.of_chunks)
         self.pruner = Pruner(self.session, self.config, self.externalizer)
-        self.last_input_tokens = 0
-        # provider tokens per BPE token of the last main request: estimates of the next
-        # request are BPE counts in the provider's units
-        self._token_scale = 1.0
-        self._calls = 0
+        self.tool_step = ToolStep(
+            self.session,
+            self.toolset,
+            self.tool_context,
+            self.processor,
+            self.mask_rules,
+            self.harness,
+        )
 
     @classmethod
     def resume(
@@ -248,6 +225,15 @@ class Agent:
         return self._stats.as_dict()
 
     @property
+    def last_input_tokens(self) -> int:
+        """Input tokens of the last main request (as the provider counted them)."""
+        return self.gauge.last_input_tokens
+
+    @last_input_tokens.setter
+    def last_input_tokens(self, tokens: int) -> None:
+        self.gauge.last_input_tokens = tokens
+
+    @property
     def session_dir(self) -> Path:
         """The folder holding the session log, usage log, artifacts and memory files."""
         return self.session.directory
@@ -294,8 +280,8 @@ class Agent:
         close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
         message = valid_text(message)
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
-        incoming = self._scaled(count_tokens(text))
-        if self.compactor.needed(self.last_input_tokens + incoming):
+        incoming = self.gauge.scaled(count_tokens(text))
+        if self.compactor.needed(self.gauge.last_input_tokens + incoming):
             yield from self._compact(LiveContext(tail=self._tail()), incoming)
         round_start = self.session.append(UserEntry(text=text)).index
         yield from self._apply(self.harness.start_turn(text))
@@ -315,22 +301,22 @@ class Agent:
                     len(decision.records),
                     decision.saved_tokens,
                     round(decision.payback_steps, 1),
-                    self._calls,
+                    self.calls.count,
                 )
             request = self._build(context, rebooting)
-            if self.compactor.needed(self._estimate(request)) and (
+            if self.compactor.needed(self.gauge.of_request(request)) and (
                 yield from self._compact(context)
             ):
                 request = self._build(context, rebooting)
             try:
-                reply = yield from self._ask(request)
+                reply = yield from self.calls.ask(request)
             except ProviderError as exc:
                 yield ErrorEvent("provider_error", str(exc))
                 yield from self._finish(RunResult("", self.session_dir, "error", step, str(exc)))
                 return
             if rebooting:
                 rebooting = None
-                self._append_assistant(reply, ())
+                append_assistant(self.session, reply, ())
                 hook = self.harness.after_reboot(reply.content)
                 yield from self._apply(hook)
                 if hook.needs_human is not None:
@@ -343,13 +329,13 @@ class Agent:
                         return
                     self.session.append(UserEntry(text=answer))
                 continue
-            meaning = self._interpret(reply)
+            meaning = interpret(reply, self.session.style.protocol)
             if meaning.problem is not None:
-                self._append_assistant(reply, ())
+                append_assistant(self.session, reply, ())
                 yield self._error("invalid_reply", meaning.problem)
                 continue
             if meaning.final_answer is not None:
-                self._append_assistant(reply, ())
+                append_assistant(self.session, reply, ())
                 if (
                     len(meaning.final_answer.strip()) < MIN_FINAL_ANSWER_CHARS
                     and not retried_answer
@@ -361,7 +347,7 @@ class Agent:
                     RunResult(meaning.final_answer, self.session_dir, "completed", step + 1)
                 )
                 return
-            record = self._append_assistant(reply, meaning.calls)
+            record = append_assistant(self.session, reply, meaning.calls)
             if self.config.effective_history_mode != "round_scratchpad":
                 live = {}
             # Nothing may stand between a reply's tool calls and their results on the wire,
@@ -372,7 +358,7 @@ class Agent:
             for recorded in record.entry.tool_calls:
                 ours = recorded.as_call()
                 yield from self._apply(self.harness.before_tool(ours), deferred)
-                hook = yield from self._run_tool(ours, live)
+                hook = yield from self.tool_step.run(ours, self.mask, live)
                 yield from self._apply(hook, deferred)
                 reboot = reboot or hook.reboot
             for entry in deferred:
@@ -383,13 +369,6 @@ class Agent:
                 self.session.append(ReminderEntry(rule=STRIKE_RULE, text=REBOOT_NOTICE))
                 rebooting = reboot
         yield from self._finish(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
-
-    def _estimate(self, request: Request) -> int:
-        """The request's size in the provider's tokens (BPE, scaled by the last usage)."""
-        return self._scaled(_bpe(request))
-
-    def _scaled(self, tokens: int) -> int:
-        return int(tokens * self._token_scale)
 
     def _tail(self) -> str | None:
         return self.harness.task_status() if self.config.flag("recitation") else None
@@ -424,12 +403,14 @@ class Agent:
                 history_records=history_records,
             )
 
-        records = sum(self._scaled(_bpe_of(r.chunks)) for r in self.session.live)
-        fixed = self._estimate(self.builder.build(self.session, context)) - records + incoming
-        compacted = yield from self.compactor.run(summary_request, self._ask_side, fixed)
+        records = sum(self.gauge.of_chunks(r.chunks) for r in self.session.live)
+        fixed = (
+            self.gauge.of_request(self.builder.build(self.session, context)) - records + incoming
+        )
+        compacted = yield from self.compactor.run(summary_request, self.calls.ask_side, fixed)
         if compacted:
-            after = self._estimate(self.builder.build(self.session, context))
-            self.last_input_tokens = after
+            after = self.gauge.of_request(self.builder.build(self.session, context))
+            self.gauge.last_input_tokens = after
             self.compactor.compacted_to(after)
         return compacted
 
@@ -444,131 +425,6 @@ class Agent:
     def _finish(self, result: RunResult) -> Iterator[AgentEvent]:
         yield from self._apply(self.harness.end_turn(result))
         yield Done(result)
-
-    def _ask(self, request: Request) -> Generator[AgentEvent, None, ModelReply]:
-        report = self.monitor.observe(request)
-        started = time.perf_counter()
-        reply: ModelReply | None = None
-        for event in self.provider.stream(request):
-            if isinstance(event, TextDelta):
-                yield Thinking(valid_text(event.text))
-            elif isinstance(event, ReasoningDelta):
-                yield Thinking(valid_text(event.text), reasoning=True)
-            elif isinstance(event, ReplyDone):
-                reply = valid_reply(event.reply)
-        if reply is None:
-            raise ProviderError("the provider's stream ended without a reply")
-        return (yield from self._account(request, reply, report, started))
-
-    def _ask_side(
-        self, request: Request, timeout_s: float
-    ) -> Generator[AgentEvent, None, ModelReply | None]:
-        """A side call (summary) without streaming; ``None`` when it timed out.
-
-        The call runs in a daemon thread so a hung provider cannot hold the run; a late
-        answer is dropped.
-        """
-        report = self.monitor.observe(request)
-        started = time.perf_counter()
-        box: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=1)
-
-        def call() -> None:
-            try:
-                box.put((True, self.provider.complete(request)))
-            except BaseException as exc:  # handed to the waiting loop
-                box.put((False, exc))
-
-        threading.Thread(target=call, name="contextengine-side-call", daemon=True).start()
-        try:
-            ok, value = box.get(timeout=timeout_s)
-        except queue.Empty:
-            return None
-        if not ok:
-            raise value  # type: ignore[misc]
-        return (yield from self._account(request, value, report, started))  # type: ignore[arg-type]
-
-    def _account(
-        self, request: Request, reply: ModelReply, report: PrefixReport, started: float
-    ) -> Generator[AgentEvent, None, ModelReply]:
-        usage = reply.usage
-        if not usage.latency_s:
-            usage = replace(usage, latency_s=time.perf_counter() - started)
-        self._calls += 1
-        if request.purpose == "main":
-            counted = _bpe(request)
-            self.last_input_tokens = usage.input_tokens or counted
-            self._token_scale = self.last_input_tokens / max(counted, 1)
-        if self.request_log is not None:
-            self.request_log.append(request)
-        self.usage_log.append(UsageRecord.of(self._calls, request.purpose, usage, report))
-        brk = report.cache_break
-        yield UsageEvent(
-            request.purpose,
-            usage.input_tokens,
-            usage.cached_tokens,
-            usage.cache_write_tokens,
-            usage.output_tokens,
-            usage.latency_s,
-            report.reusable_chars,
-            brk.cause if brk else None,
-        )
-        return replace(reply, usage=usage)
-
-    def _interpret(self, reply: ModelReply) -> _Interpretation:
-        # Structured calls win in both protocols: a provider (or a replay) that returns them
-        # has already parsed the action.
-        if reply.tool_calls:
-            return _Interpretation(calls=reply.tool_calls)
-        if self.session.style.protocol == "native":
-            return _Interpretation(final_answer=reply.content)
-        parsed = parse_text_reply(reply.content)
-        if parsed.action is not None:
-            return _Interpretation(
-                calls=(ToolCall("text", parsed.action.name, parsed.action.arguments_json),)
-            )
-        return _Interpretation(final_answer=parsed.final_answer, problem=parsed.problem)
-
-    def _append_assistant(self, reply: ModelReply, calls: tuple[ToolCall, ...]) -> LogRecord:
-        index = len(self.session.records)
-        records = tuple(
-            ToolCallRecord(id=f"call_{index}_{k}", name=c.name, arguments_json=c.arguments_json)
-            for k, c in enumerate(calls)
-        )
-        return self.session.append(
-            AssistantEntry(text=reply.content, tool_calls=records, reasoning=reply.reasoning)
-        )
-
-    def _run_tool(
-        self, call: ToolCall, live: dict[int, FullObservation]
-    ) -> Generator[AgentEvent, None, HookResult]:
-        yield ToolCallEvent(call.id, call.name, call.arguments_json)
-        self.session.append(ToolStartEntry(call_id=call.id, tool_name=call.name))
-        outcome = self.toolset.execute(call, self.tool_context, self.mask_rules.in_force(self.mask))
-        self.mask_rules.observe(call.name, outcome)
-        error_class = classify_error(call.name, outcome)
-        index = len(self.session.records)
-        try:
-            arguments = call.arguments()
-        except ValueError:
-            arguments = {}
-        processed = self.processor.process(index, call.name, arguments, outcome)
-        self.session.append(
-            ToolResultEntry(
-                call_id=call.id,
-                tool_name=call.name,
-                status=outcome.status,
-                content=processed.history,
-                full_ref=processed.full_ref,
-                original_length=processed.original_length,
-                error_class=error_class,
-            )
-        )
-        if processed.live != processed.history:
-            live[index] = FullObservation(call.name, call.id, processed.live)
-        yield ToolResultEvent(call.id, call.name, outcome.status, processed.live[:400], error_class)
-        if outcome.error is not None:
-            yield ErrorEvent(error_class or outcome.error.code, outcome.error.message)
-        return self.harness.after_tool(call, outcome, error_class)
 
     def _error(self, error_class: str, message: str) -> ErrorEvent:
         self.session.append(ErrorEntry(error_class=error_class, message=message))
@@ -598,15 +454,6 @@ class Agent:
             style=style,
             files={META_FILE: json.dumps(meta, indent=1)},
         )
-
-
-def _bpe(request: Request) -> int:
-    """BPE tokens of a request's text (each chunk counted once per process)."""
-    return _bpe_of(request.chunks)
-
-
-def _bpe_of(chunks: Sequence[str]) -> int:
-    return sum(count_tokens(chunk) for chunk in chunks)
 
 
 _CANCELLED = "the turn was stopped (cancelled) before its next step"
