@@ -9,10 +9,9 @@ the loop goes on; the model decides what to do next.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import threading
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,9 +52,9 @@ from contextengine.session.entries import (
     ReminderEntry,
     UserEntry,
 )
+from contextengine.session.folders import create_session
 from contextengine.session.interrupted import close_interrupted_calls
-from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
-from contextengine.session.listing import META_FILE
+from contextengine.session.meta import ProviderChoice, load_meta
 from contextengine.session.session import Session
 from contextengine.tools.context import ToolContext
 from contextengine.tools.file_delete import TRASH_DIR
@@ -88,6 +87,7 @@ class Agent:
         injectors: Sequence[Injector] = (),
         ask_human: Callable[[str], str | None] | None = None,
         mode: str | None = None,
+        provider_choice: ProviderChoice | None = None,
         _session: Session | None = None,
     ) -> None:
         self.provider = provider
@@ -106,7 +106,13 @@ class Agent:
             self.set_mode(mode or self.config.mode)
         self._stats = AgentStats()
         self.ask_human = ask_human
-        self.session = _session or self._create_session(session_id, protocol)
+        self.session = _session or create_session(
+            self.workspace,
+            self.config,
+            RenderStyle(protocol=protocol, diversity=self.config.flag("diversity")),
+            _chosen(provider, provider_choice),
+            session_id,
+        )
         protocol = self.session.style.protocol
         base = system_prompt or DEFAULT_SYSTEM_PROMPT
         specs = self.toolset.specs()
@@ -189,17 +195,7 @@ class Agent:
         if not Path(session_dir).is_dir():
             raise ContextEngineError(f"{session_dir}: not a session folder")
         session = Session.open(session_dir)
-        try:
-            meta = json.loads((session.directory / META_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ContextEngineError(
-                f"{session.directory}: not an agent session ({META_FILE} unreadable: {exc})"
-            ) from None
-        workspace = meta.get("workspace") if isinstance(meta, dict) else None
-        if not isinstance(workspace, str) or not workspace or "\0" in workspace:
-            raise ContextEngineError(
-                f"{session.directory / META_FILE}: no valid 'workspace' path recorded"
-            )
+        workspace = load_meta(session.directory).workspace
         close_interrupted_calls(session)
         return cls(provider, workspace, config, tools=tools, mode=mode, _session=session)
 
@@ -430,30 +426,15 @@ class Agent:
         self.session.append(ErrorEntry(error_class=error_class, message=message))
         return ErrorEvent(error_class, message)
 
-    def _create_session(
-        self, session_id: str | None, protocol: Literal["native", "text"]
-    ) -> Session:
-        root = Path(self.config.root) if self.config.root else self.workspace / DEFAULT_ROOT_NAME
-        if not self.config.root:
-            ignore = self.workspace / ".contextengine" / ".gitignore"
-            ignore.parent.mkdir(parents=True, exist_ok=True)
-            if not ignore.exists():
-                ignore.write_text("*\n", encoding="utf-8")
-        sid = session_id or new_session_id()
-        name = re.sub(r"[^A-Za-z0-9._-]+", "-", self.workspace.name).strip("-.") or "workspace"
-        layout = SessionLayout.under(root, self.config.org, self.config.team, name, sid)
-        style = RenderStyle(protocol=protocol, diversity=self.config.flag("diversity"))
-        meta = {
-            "session_id": sid,
-            "workspace": str(self.workspace),
-            "model": getattr(self.provider, "model", ""),
-        }
-        return Session.create(
-            layout.directory,
-            session_id=sid,
-            style=style,
-            files={META_FILE: json.dumps(meta, indent=1)},
-        )
+
+def _chosen(provider: Provider, choice: ProviderChoice | None) -> ProviderChoice:
+    """The choice to record: the given one, its model completed from the provider."""
+    model = getattr(provider, "model", "")
+    return (
+        ProviderChoice(model=model)
+        if choice is None
+        else replace(choice, model=choice.model or model)
+    )
 
 
 _CANCELLED = "the turn was stopped (cancelled) before its next step"
