@@ -259,11 +259,12 @@ def run(
         )
     printer = EventPrinter(out)
     messages = [message] if message is not None else _prompt_lines()
-    for text in messages:
-        for event in agent.stream(text):
-            printer(event)
-            if isinstance(event, Done) and event.result.status == "error":
-                raise typer.Exit(1)
+    with agent:
+        for text in messages:
+            for event in agent.stream(text):
+                printer(event)
+                if isinstance(event, Done) and event.result.status == "error":
+                    raise typer.Exit(1)
 
 
 @app.command()

@@ -8,14 +8,11 @@ the loop goes on; the model decides what to do next.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from contextengine.agent.compaction import Compactor
 from contextengine.agent.events import (
     AgentEvent,
     Done,
@@ -23,48 +20,34 @@ from contextengine.agent.events import (
     PruneEvent,
     RunResult,
 )
-from contextengine.agent.harness import build_harness
 from contextengine.agent.hooks import Harness, HookResult
-from contextengine.agent.model_calls import ModelCalls, TokenGauge
-from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
+from contextengine.agent.in_thread import in_thread
+from contextengine.agent.model_calls import ModelCalls
+from contextengine.agent.parts import AgentParts, ToolRunner
 from contextengine.agent.stats import AgentStats
 from contextengine.agent.tool_step import ToolStep, append_assistant, interpret
-from contextengine.compress.externalize import CompressedRef, Externalizer
-from contextengine.compress.observation import ObservationProcessor
-from contextengine.compress.prune import Pruner
+from contextengine.compress.externalize import CompressedRef
 from contextengine.config import Config
-from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
+from contextengine.context.builder import FullObservation, LiveContext
 from contextengine.context.mentions import add_mention_reminders
-from contextengine.context.render import RenderStyle
 from contextengine.context.request import Request
 from contextengine.context.tokens import count_tokens
 from contextengine.errors import ContextEngineError, ProviderError
 from contextengine.memory.injectors import Injector
 from contextengine.memory.reboot import REBOOT_NOTICE
 from contextengine.memory.rules import STRIKE_RULE
-from contextengine.memory.tools import with_memory_tools
-from contextengine.memory.working_memory import MEMORY_FILES, WorkingMemory
 from contextengine.providers.base import Provider
 from contextengine.session.entries import (
     AssistantEntry,
-    Entry,
     ErrorEntry,
     ReminderEntry,
     UserEntry,
 )
-from contextengine.session.folders import create_session
 from contextengine.session.interrupted import close_interrupted_calls
 from contextengine.session.meta import ProviderChoice, load_meta
 from contextengine.session.session import Session
-from contextengine.tools.context import ToolContext
-from contextengine.tools.file_delete import TRASH_DIR
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.modes import NO_TOOLS, MaskRules, mode_mask, mode_of
-from contextengine.tools.registry import Toolset, default_toolset
-from contextengine.tools.sandbox import SandboxPolicy
-from contextengine.tools.web_http import WebPolicy
-from contextengine.tools.web_search import search_backend
-from contextengine.tools.workspace import Workspace
 from contextengine.untrusted import valid_text
 
 MIN_FINAL_ANSWER_CHARS = 10
@@ -80,7 +63,7 @@ class Agent:
         config: Config | None = None,
         *,
         system_prompt: str | None = None,
-        tools: Toolset | None = None,
+        tools: ToolRunner | None = None,
         protocol: Literal["native", "text"] = "native",
         session_id: str | None = None,
         harness: Harness | None = None,
@@ -88,92 +71,71 @@ class Agent:
         ask_human: Callable[[str], str | None] | None = None,
         mode: str | None = None,
         provider_choice: ProviderChoice | None = None,
-        _session: Session | None = None,
     ) -> None:
-        self.provider = provider
-        self.config = config if config is not None else Config.load()
-        self.workspace = Path(workspace).resolve()
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        self.toolset = tools or (
-            with_memory_tools(default_toolset())
-            if self.config.flag("working_memory")
-            else default_toolset()
-        )
-        # The mask the agent works under (its mode); MaskRules adds the state rules.
-        self.mask: ToolMask | None = None
-        self.mask_rules = MaskRules(self.config.flag("masking"))
-        if mode or self.config.mode:
-            self.set_mode(mode or self.config.mode)
-        self._stats = AgentStats()
-        self.ask_human = ask_human
-        self.session = _session or create_session(
-            self.workspace,
-            self.config,
-            RenderStyle(protocol=protocol, diversity=self.config.flag("diversity")),
-            _chosen(provider, provider_choice),
-            session_id,
-        )
-        protocol = self.session.style.protocol
-        base = system_prompt or DEFAULT_SYSTEM_PROMPT
-        specs = self.toolset.specs()
-        self.builder = ContextBuilder(
-            system_prompt=text_protocol_prompt(base, specs) if protocol == "text" else base,
-            tools=specs if protocol == "native" else (),
-            project_root=self.workspace,
-            config=self.config,
-        )
-        self.gauge = TokenGauge()
-        self.calls = ModelCalls(
-            provider, self.session.layout, self.config.record_requests, self.gauge
-        )
-        self.memory = WorkingMemory(
-            self.session.directory if self.config.flag("working_memory") else None
-        )
-        self.tool_context = ToolContext(
-            Workspace(
-                self.workspace,
-                session_dir=self.session.directory,
-                session_access={
-                    **dict.fromkeys(MEMORY_FILES, "write"),
-                    self.session.layout.artifacts.name: "read",
-                    TRASH_DIR: "read",
-                },
-            ),
-            memory=self.memory,
-            web=WebPolicy.from_config(self.config),
-            search=search_backend(self.config),
-            sandbox=SandboxPolicy.from_config(
-                self.config,
-                hidden_paths=(self.workspace / ".contextengine", self.session.directory),
-            ),
-        )
-        self.externalizer = Externalizer(
-            self.session.layout.artifacts, self.tool_context.workspace.display
-        )
-        self.processor = ObservationProcessor(
-            self.externalizer,
-            mode=self.config.effective_history_mode,
-            externalize=self.config.flag("externalize"),
-        )
-        self.harness: Harness = harness or build_harness(
-            session=self.session,
-            memory=self.memory,
-            workspace=self.tool_context.workspace,
-            config=self.config,
-            model=getattr(provider, "model", ""),
+        config = config if config is not None else Config.load()
+        mask = _mask_of(mode or config.mode)  # an unknown mode fails before a session is made
+        parts = AgentParts.defaults(
+            provider,
+            workspace,
+            config,
+            tools=tools,
+            harness=harness,
+            system_prompt=system_prompt,
+            protocol=protocol,
+            session_id=session_id,
             injectors=injectors,
+            provider_choice=provider_choice,
         )
-        display = self.tool_context.workspace.display
-        self.compactor = Compactor(self.session, self.config, display, self.gauge.of_chunks)
-        self.pruner = Pruner(self.session, self.config, self.externalizer)
+        self._assemble(parts, ask_human, mask)
+
+    @classmethod
+    def from_parts(
+        cls,
+        parts: AgentParts,
+        *,
+        ask_human: Callable[[str], str | None] | None = None,
+        mode: str | None = None,
+    ) -> Agent:
+        """An agent made of ``parts`` (``AgentParts.defaults``, with any part replaced)."""
+        agent = cls.__new__(cls)
+        agent._assemble(parts, ask_human, _mask_of(mode or parts.config.mode))
+        return agent
+
+    def _assemble(
+        self,
+        parts: AgentParts,
+        ask_human: Callable[[str], str | None] | None,
+        mask: ToolMask | None,
+    ) -> None:
+        self.provider = parts.provider
+        self.config = parts.config
+        self.workspace = parts.workspace
+        self.session = parts.session
+        self.builder = parts.builder
+        self.toolset = parts.toolset
+        self.tool_context = parts.tool_context
+        self.memory = parts.memory
+        self.externalizer = parts.externalizer
+        self.harness = parts.harness
+        self.compactor = parts.compactor
+        self.pruner = parts.pruner
+        self.gauge = parts.gauge
+        self.ask_human = ask_human
+        # The mask the agent works under (its mode); MaskRules adds the state rules.
+        self.mask = mask
+        self.mask_rules = MaskRules(self.config.flag("masking"))
+        self.calls = ModelCalls(
+            parts.provider, self.session.layout, self.config.record_requests, self.gauge
+        )
         self.tool_step = ToolStep(
             self.session,
             self.toolset,
             self.tool_context,
-            self.processor,
+            parts.processor,
             self.mask_rules,
             self.harness,
         )
+        self._stats = AgentStats()
 
     @classmethod
     def resume(
@@ -182,7 +144,7 @@ class Agent:
         provider: Provider,
         config: Config | None = None,
         *,
-        tools: Toolset | None = None,
+        tools: ToolRunner | None = None,
         mode: str | None = None,
     ) -> Agent:
         """Continue a recorded session (after a crash or restart) with nothing lost.
@@ -195,9 +157,24 @@ class Agent:
         if not Path(session_dir).is_dir():
             raise ContextEngineError(f"{session_dir}: not a session folder")
         session = Session.open(session_dir)
-        workspace = load_meta(session.directory).workspace
-        close_interrupted_calls(session)
-        return cls(provider, workspace, config, tools=tools, mode=mode, _session=session)
+        try:
+            workspace = load_meta(session.directory).workspace
+            close_interrupted_calls(session)
+            parts = AgentParts.defaults(provider, workspace, config, session=session, tools=tools)
+            return cls.from_parts(parts, mode=mode)
+        except BaseException:
+            session.close()
+            raise
+
+    def close(self) -> None:
+        """Release the session log; the agent takes no turn after this."""
+        self.session.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def recover(self, ref: CompressedRef | str) -> str:
         """The original text behind a ``compressed_ref`` (object or its JSON), byte for byte."""
@@ -213,7 +190,7 @@ class Agent:
     def set_mode(self, name: str | None) -> None:
         """Work in preset ``name`` from the next step on (``None``: all tools); the request's
         ``tools`` stay the same, only the mask changes. Unknown names raise ``ConfigError``."""
-        self.mask = None if name is None else mode_mask(name)
+        self.mask = _mask_of(name)
 
     def stats(self) -> dict[str, Any]:
         """In-process counters: calls by purpose, tokens, cache hit rate, cache breaks by
@@ -245,22 +222,8 @@ class Agent:
         self, message: str, cancel: threading.Event | None = None
     ) -> AsyncIterator[AgentEvent]:
         """``stream`` for asyncio code: the loop runs in a worker thread."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[AgentEvent | BaseException | None] = asyncio.Queue()
-
-        def work() -> None:
-            try:
-                for event in self.stream(message, cancel):
-                    loop.call_soon_threadsafe(queue.put_nowait, event)
-            except BaseException as exc:  # handed to the consumer, not lost in the thread
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
-            loop.call_soon_threadsafe(queue.put_nowait, None)
-
-        threading.Thread(target=work, name="contextengine-agent", daemon=True).start()
-        while (item := await queue.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        async for event in in_thread(lambda: self.stream(message, cancel), "contextengine-agent"):
+            yield event
 
     def stream(self, message: str, cancel: threading.Event | None = None) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``.
@@ -346,19 +309,8 @@ class Agent:
             record = append_assistant(self.session, reply, meaning.calls)
             if self.config.effective_history_mode != "round_scratchpad":
                 live = {}
-            # Nothing may stand between a reply's tool calls and their results on the wire,
-            # so hook entries and a reboot wait until the whole batch has run.
-            deferred: list[Entry] = []
-            reboot: str | None = None
             assert isinstance(record.entry, AssistantEntry)
-            for recorded in record.entry.tool_calls:
-                ours = recorded.as_call()
-                yield from self._apply(self.harness.before_tool(ours), deferred)
-                hook = yield from self.tool_step.run(ours, self.mask, live)
-                yield from self._apply(hook, deferred)
-                reboot = reboot or hook.reboot
-            for entry in deferred:
-                self.session.append(entry)
+            reboot = yield from self.tool_step.run_batch(record.entry.tool_calls, self.mask, live)
             if reboot is not None:
                 # Only a constant notice is kept: the prompt is asked once, uncached,
                 # instead of being written to the cache and re-read on every later step.
@@ -410,12 +362,9 @@ class Agent:
             self.compactor.compacted_to(after)
         return compacted
 
-    def _apply(self, hook: HookResult, defer: list[Entry] | None = None) -> Iterator[AgentEvent]:
-        if defer is None:
-            for entry in hook.entries:
-                self.session.append(entry)
-        else:
-            defer.extend(hook.entries)
+    def _apply(self, hook: HookResult) -> Iterator[AgentEvent]:
+        for entry in hook.entries:
+            self.session.append(entry)
         yield from hook.events
 
     def _finish(self, result: RunResult) -> Iterator[AgentEvent]:
@@ -427,14 +376,8 @@ class Agent:
         return ErrorEvent(error_class, message)
 
 
-def _chosen(provider: Provider, choice: ProviderChoice | None) -> ProviderChoice:
-    """The choice to record: the given one, its model completed from the provider."""
-    model = getattr(provider, "model", "")
-    return (
-        ProviderChoice(model=model)
-        if choice is None
-        else replace(choice, model=choice.model or model)
-    )
+def _mask_of(mode: str | None) -> ToolMask | None:
+    return None if mode is None else mode_mask(mode)
 
 
 _CANCELLED = "the turn was stopped (cancelled) before its next step"

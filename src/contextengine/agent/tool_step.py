@@ -6,7 +6,7 @@ observation is kept live for the next request only when it differs from that for
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -17,6 +17,7 @@ from contextengine.compress.observation import ObservationProcessor
 from contextengine.context.builder import FullObservation
 from contextengine.session.entries import (
     AssistantEntry,
+    Entry,
     ToolCallRecord,
     ToolResultEntry,
     ToolStartEntry,
@@ -86,6 +87,32 @@ class ToolStep:
         self.processor = processor
         self.mask_rules = mask_rules
         self.harness = harness
+
+    def run_batch(
+        self,
+        calls: Sequence[ToolCallRecord],
+        mask: ToolMask | None,
+        live: dict[int, FullObservation],
+    ) -> Generator[AgentEvent, None, str | None]:
+        """Run a reply's calls in order; returns the reboot prompt a 3-strike rule asks for.
+
+        Nothing may stand between a reply's tool calls and their results on the wire, so
+        the hooks' entries are appended after the whole batch has run.
+        """
+        deferred: list[Entry] = []
+        reboot: str | None = None
+        for recorded in calls:
+            call = recorded.as_call()
+            before = self.harness.before_tool(call)
+            deferred.extend(before.entries)
+            yield from before.events
+            hook = yield from self.run(call, mask, live)
+            deferred.extend(hook.entries)
+            yield from hook.events
+            reboot = reboot or hook.reboot
+        for entry in deferred:
+            self.session.append(entry)
+        return reboot
 
     def run(
         self, call: ToolCall, mask: ToolMask | None, live: dict[int, FullObservation]

@@ -126,7 +126,7 @@ class SessionStore:
             with self._lock:
                 agent = self._agents.setdefault(session_id, loaded)
             if agent is not loaded:
-                loaded.session.close()
+                loaded.close()
         return agent
 
     def evict_idle(self) -> None:
@@ -141,7 +141,7 @@ class SessionStore:
                 if sid not in self._channels and self._used.get(sid, 0.0) < oldest:
                     del self._agents[sid]
                     self._used.pop(sid, None)
-                    agent.session.close()
+                    agent.close()
 
     def _scan(self, max_age: float = 0.0) -> dict[str, Path]:
         """The workspace's sessions on disk (a listing at most ``max_age`` seconds old)."""
