@@ -3,8 +3,7 @@
 from dataclasses import replace
 from pathlib import Path
 
-from contextengine import Agent, Config, ContextBuilder, ScriptedProvider
-from contextengine.agent.parts import AgentParts
+from contextengine import Agent, AgentParts, Config, ContextBuilder, ScriptedProvider
 
 ANSWER = {"content": "A complete answer, without any tool."}
 
