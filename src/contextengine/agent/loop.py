@@ -167,7 +167,7 @@ class Agent:
             raise
 
     def close(self) -> None:
-        """Release the session log; the agent takes no turn after this."""
+        """Release the session log's file handle (``with Agent(...)`` calls this at its end)."""
         self.session.close()
 
     def __enter__(self) -> Agent:
