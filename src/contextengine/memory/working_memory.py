@@ -167,10 +167,14 @@ class WorkingMemory:
             self._write(name, new)
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "ab") as handle:
-            handle.write(new[len(text) :].encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(new[len(text) :].encode("utf-8"))
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         self._stamps[name] = self._stat(path)
         self._changes.append(FileChange(name, new))
         self._texts[name] = new
