@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -228,3 +229,45 @@ def test_generation_settings_from_the_command_line_and_the_config(tmp_path):
     assert body["prompt_cache_retention"] == "24h"
     bad = run_cli("run", "hi", "-w", str(tmp_path), "--reasoning-effort", "huge")
     assert_one_line_error(bad, "--reasoning-effort")
+
+
+def test_resume_chooses_the_recorded_provider_model_and_url_again(tmp_path):
+    from providers.fake_servers import FakeModelServer
+
+    answers = [{"content": "A complete first answer."}, {"content": "A complete second answer."}]
+    with FakeModelServer("openai", answers) as fake:
+        env = {"OPENAI_API_KEY": "k"}
+        first = run_cli(
+            "run", "hi", "-p", "vllm", "-m", "my-model", "--base-url", fake.base_url,
+            "-w", str(tmp_path), env=env,
+        )  # fmt: skip
+        assert first.returncode == 0, first.stderr
+        (session,) = {p.parent for p in tmp_path.rglob("session.json")}
+        again = run_cli("run", "again", "--resume", str(session), env=env)
+        assert again.returncode == 0, again.stderr
+        bodies = [r.json() for r in fake.answered]
+    assert [b["model"] for b in bodies] == ["my-model", "my-model"]
+    meta = json.loads((session / "session.json").read_text())
+    assert (meta["provider"], meta["model"], meta["base_url"]) == (
+        "vllm",
+        "my-model",
+        fake.base_url,
+    )
+
+
+def test_a_flag_given_on_resume_wins_over_the_recorded_one(tmp_path):
+    from providers.fake_servers import FakeModelServer
+
+    answers = [{"content": "A complete first answer."}, {"content": "A complete second answer."}]
+    with FakeModelServer("openai", answers) as fake:
+        env = {"OPENAI_API_KEY": "k"}
+        first = run_cli(
+            "run", "hi", "-p", "vllm", "-m", "my-model", "--base-url", fake.base_url,
+            "-w", str(tmp_path), env=env,
+        )  # fmt: skip
+        assert first.returncode == 0, first.stderr
+        (session,) = {p.parent for p in tmp_path.rglob("session.json")}
+        again = run_cli("run", "again", "--resume", str(session), "-m", "other", env=env)
+        assert again.returncode == 0, again.stderr
+        bodies = [r.json() for r in fake.answered]
+    assert [b["model"] for b in bodies] == ["my-model", "other"]

@@ -5,6 +5,7 @@ The public surface is re-exported here; importing the package has no side effect
 
 from contextengine.agent.events import RunResult
 from contextengine.agent.loop import Agent
+from contextengine.agent.parts import AgentParts
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import CompressedRef
 from contextengine.config import Config
@@ -46,6 +47,7 @@ __all__ = [
     "MODES",
     "PROVIDER_NAMES",
     "Agent",
+    "AgentParts",
     "AssistantEntry",
     "CacheBreak",
     "CompressedRef",

@@ -6,6 +6,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn, get_args
@@ -35,6 +36,7 @@ from contextengine.measure.profile_command import profile_command
 from contextengine.providers.base import Provider
 from contextengine.providers.factory import PROVIDER_NAMES
 from contextengine.proxy.command import proxy_command
+from contextengine.session.meta import ProviderChoice, read_meta
 from contextengine.tools.modes import MODE_NAMES
 from contextengine.types import ReasoningEffort
 from contextengine.untrusted import valid_text
@@ -208,7 +210,14 @@ def run(
     message: Annotated[
         str | None, typer.Argument(help="The task. Omit it for an interactive session.")
     ] = None,
-    provider: ProviderOption = "openai",
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            "--provider",
+            "-p",
+            help=PROVIDER_HELP + " Default: openai, or the resumed session's own.",
+        ),
+    ] = None,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
     workspace: WorkspaceOption = Path("."),
@@ -251,7 +260,14 @@ def run(
         "reasoning_effort": reasoning_effort and reasoning_effort.value,
     }
     settings = _settings(config, timeout, retries, **generation)
-    chosen = _provider(provider, model, base_url, settings)
+    # A resumed session chooses its recorded provider again; flags given here win.
+    recorded = read_meta(resume) if resume is not None else None
+    choice = (recorded.provider if recorded else ProviderChoice()).overridden(
+        provider, model, base_url
+    )
+    name = choice.name or "openai"
+    choice = replace(choice, name=name)
+    chosen = _provider(name, choice.model or None, choice.base_url, settings)
     if resume is not None:
         agent = Agent.resume(resume, chosen, settings, mode=mode and mode.value)
     else:
@@ -261,14 +277,16 @@ def run(
             settings,
             protocol=protocol,  # type: ignore[arg-type]
             mode=mode and mode.value,
+            provider_choice=choice,
         )
     printer = EventPrinter(out)
     messages = [message] if message is not None else _prompt_lines()
-    for text in messages:
-        for event in agent.stream(text):
-            printer(event)
-            if isinstance(event, Done) and event.result.status == "error":
-                raise typer.Exit(1)
+    with agent:
+        for text in messages:
+            for event in agent.stream(text):
+                printer(event)
+                if isinstance(event, Done) and event.result.status == "error":
+                    raise typer.Exit(1)
 
 
 @app.command()

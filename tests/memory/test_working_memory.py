@@ -1,10 +1,13 @@
-"""The three memory files: templates, atomic writes, external edits, change events."""
+"""The three memory files: templates, atomic plan writes, appended logs, external edits,
+change events."""
 
 import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from contextengine.memory.plan import PlanUpdate
 from contextengine.memory.working_memory import (
@@ -68,16 +71,43 @@ def test_an_external_edit_is_noticed_and_becomes_the_plan(tmp_path: Path) -> Non
 
 def test_a_failed_write_leaves_the_old_file_whole(tmp_path: Path, monkeypatch) -> None:
     memory = WorkingMemory(tmp_path)
-    before = (tmp_path / PROGRESS).read_text()
+    before = (tmp_path / PLAN).read_text()
 
     def crash(src, dst):  # the rename is the commit point: fail right before it
         raise OSError("disk gone")
 
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(OSError, match="disk gone"):
-        memory.log("never written")
-    assert (tmp_path / PROGRESS).read_text() == before
+        memory.update_plan(PlanUpdate(goal="never written"))
+    assert (tmp_path / PLAN).read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(MEMORY_FILES)
+
+
+def test_progress_grows_by_appends_and_never_rewrites_what_is_there(tmp_path: Path) -> None:
+    memory = WorkingMemory(tmp_path, clock=lambda: FIXED)
+    path = tmp_path / PROGRESS
+    before = path.read_bytes()
+    inode = path.stat().st_ino
+    for n in range(3):
+        memory.log(f"entry {n}", "- body")
+    assert path.stat().st_ino == inode, "the file was replaced, not appended to"
+    assert path.read_bytes().startswith(before)
+    assert memory.read(PROGRESS) == path.read_text()
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(by_hand=st.text(alphabet="ab #\n", max_size=30))
+def test_an_entry_reads_the_same_whatever_the_file_ended_with(tmp_path: Path, by_hand: str) -> None:
+    folder = tmp_path / str(abs(hash(by_hand)))
+    folder.mkdir(exist_ok=True)
+    (folder / PROGRESS).write_text(by_hand)
+    memory = WorkingMemory(folder, clock=lambda: FIXED)
+    memory.log("entry", "- body")
+    expected = by_hand.rstrip("\n") + "\n" + "\n## [2026-01-12 10:30:00 UTC] entry\n- body\n"
+    assert (folder / PROGRESS).read_text() == expected
+    assert memory.drain()[-1] == FileChange(PROGRESS, expected)
 
 
 def test_without_a_folder_memory_stays_in_the_process() -> None:

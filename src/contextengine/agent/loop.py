@@ -8,93 +8,50 @@ the loop goes on; the model decides what to do next.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import queue
-import re
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from contextengine.agent.compaction import Compactor
 from contextengine.agent.events import (
     AgentEvent,
     Done,
     ErrorEvent,
     PruneEvent,
     RunResult,
-    Thinking,
-    ToolCallEvent,
-    ToolResultEvent,
-    UsageEvent,
 )
-from contextengine.agent.harness import build_harness
 from contextengine.agent.hooks import Harness, HookResult
-from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
-from contextengine.agent.replies import valid_reply
-from contextengine.agent.request_log import RequestLog
+from contextengine.agent.in_thread import in_thread
+from contextengine.agent.model_calls import ModelCalls
+from contextengine.agent.parts import AgentParts, ToolRunner
 from contextengine.agent.stats import AgentStats
-from contextengine.agent.text_protocol import parse_text_reply
-from contextengine.agent.usage_log import UsageLog, UsageRecord
-from contextengine.codemap import CodeMap
-from contextengine.codemap.tool import with_code_map
-from contextengine.compress.externalize import CompressedRef, Externalizer
-from contextengine.compress.observation import ObservationProcessor
-from contextengine.compress.prune import Pruner
+from contextengine.agent.tool_step import ToolStep, append_assistant, interpret
+from contextengine.compress.externalize import CompressedRef
 from contextengine.config import Config
-from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
+from contextengine.context.builder import FullObservation, LiveContext
 from contextengine.context.mentions import add_mention_reminders
-from contextengine.context.monitor import PrefixMonitor, PrefixReport
 from contextengine.context.request import Request
 from contextengine.context.tokens import count_tokens
 from contextengine.errors import ContextEngineError, ProviderError
-from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import Injector
 from contextengine.memory.reboot import REBOOT_NOTICE
 from contextengine.memory.rules import STRIKE_RULE
-from contextengine.memory.tools import with_memory_tools
-from contextengine.memory.working_memory import MEMORY_FILES, WorkingMemory
 from contextengine.providers.base import Provider
 from contextengine.session.entries import (
     AssistantEntry,
-    Entry,
     ErrorEntry,
     ReminderEntry,
-    ToolCallRecord,
-    ToolResultEntry,
-    ToolStartEntry,
     UserEntry,
 )
 from contextengine.session.interrupted import close_interrupted_calls
-from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
-from contextengine.session.listing import META_FILE
-from contextengine.session.log import LogRecord
-from contextengine.session.render import RenderStyle
+from contextengine.session.meta import ProviderChoice, load_meta
 from contextengine.session.session import Session
-from contextengine.tools.classify import classify_error
-from contextengine.tools.context import ToolContext
-from contextengine.tools.file_delete import TRASH_DIR
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.modes import NO_TOOLS, MaskRules, mode_mask, mode_of
-from contextengine.tools.registry import Toolset, default_toolset
-from contextengine.tools.sandbox import SandboxPolicy
-from contextengine.tools.web_http import WebPolicy
-from contextengine.tools.web_search import search_backend
-from contextengine.tools.workspace import Workspace
-from contextengine.types import ModelReply, ReasoningDelta, ReplyDone, TextDelta, ToolCall
 from contextengine.untrusted import valid_text
 
 MIN_FINAL_ANSWER_CHARS = 10
-
-
-@dataclass(frozen=True)
-class _Interpretation:
-    calls: tuple[ToolCall, ...] = ()
-    final_answer: str | None = None
-    problem: str | None = None
 
 
 class Agent:
@@ -107,101 +64,79 @@ class Agent:
         config: Config | None = None,
         *,
         system_prompt: str | None = None,
-        tools: Toolset | None = None,
+        tools: ToolRunner | None = None,
         protocol: Literal["native", "text"] = "native",
         session_id: str | None = None,
         harness: Harness | None = None,
         injectors: Sequence[Injector] = (),
         ask_human: Callable[[str], str | None] | None = None,
         mode: str | None = None,
-        _session: Session | None = None,
+        provider_choice: ProviderChoice | None = None,
     ) -> None:
-        self.provider = provider
-        self.config = config if config is not None else Config.load()
-        self.workspace = Path(workspace).resolve()
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        self.toolset = tools or (
-            with_memory_tools(default_toolset())
-            if self.config.flag("working_memory")
-            else default_toolset()
-        )
-        # The mask the agent works under (its mode); MaskRules adds the state rules.
-        self.mask: ToolMask | None = None
-        self.mask_rules = MaskRules(self.config.flag("masking"))
-        code_map_on = self.config.enabled and self.config.code_map
-        if code_map_on and tools is None:
-            self.toolset = with_code_map(self.toolset)
-        if mode or self.config.mode:
-            self.set_mode(mode or self.config.mode)
-        self._stats = AgentStats()
-        self.ask_human = ask_human
-        self.session = _session or self._create_session(session_id, protocol)
-        protocol = self.session.style.protocol
-        base = system_prompt or DEFAULT_SYSTEM_PROMPT
-        specs = self.toolset.specs()
-        self.builder = ContextBuilder(
-            system_prompt=text_protocol_prompt(base, specs) if protocol == "text" else base,
-            tools=specs if protocol == "native" else (),
-            project_root=self.workspace,
-            config=self.config,
-        )
-        self.monitor = PrefixMonitor()
-        self.usage_log = UsageLog(self.session.layout.usage_log)
-        self.request_log = (
-            RequestLog(self.session.layout.requests) if self.config.record_requests else None
-        )
-        self.memory = WorkingMemory(
-            self.session.directory if self.config.flag("working_memory") else None
-        )
-        self.tool_context = ToolContext(
-            Workspace(
-                self.workspace,
-                session_dir=self.session.directory,
-                session_access={
-                    **dict.fromkeys(MEMORY_FILES, "write"),
-                    self.session.layout.artifacts.name: "read",
-                    TRASH_DIR: "read",
-                },
-            ),
-            memory=self.memory,
-            web=WebPolicy.from_config(self.config),
-            search=search_backend(self.config),
-            sandbox=SandboxPolicy.from_config(
-                self.config,
-                hidden_paths=(self.workspace / ".contextengine", self.session.directory),
-            ),
-        )
-        if code_map_on:
-            self.tool_context.code_map = CodeMap(
-                self.tool_context.workspace, self.config.code_map_tokens
-            )
-            injectors = [*injectors, CodeMapInjector(self.tool_context.code_map)]
-        self.externalizer = Externalizer(
-            self.session.layout.artifacts, self.tool_context.workspace.display
-        )
-        self.processor = ObservationProcessor(
-            self.externalizer,
-            mode=self.config.effective_history_mode,
-            externalize=self.config.flag("externalize"),
-        )
-        self.harness: Harness = harness or build_harness(
-            session=self.session,
-            memory=self.memory,
-            workspace=self.tool_context.workspace,
-            config=self.config,
-            model=getattr(provider, "model", ""),
+        config = config if config is not None else Config.load()
+        mask = _mask_of(mode or config.mode)  # an unknown mode fails before a session is made
+        parts = AgentParts.defaults(
+            provider,
+            workspace,
+            config,
+            tools=tools,
+            harness=harness,
+            system_prompt=system_prompt,
+            protocol=protocol,
+            session_id=session_id,
             injectors=injectors,
+            provider_choice=provider_choice,
         )
-        display = self.tool_context.workspace.display
-        self.compactor = Compactor(
-            self.session, self.config, display, lambda chunks: self._scaled(_bpe_of(chunks))
+        self._assemble(parts, ask_human, mask)
+
+    @classmethod
+    def from_parts(
+        cls,
+        parts: AgentParts,
+        *,
+        ask_human: Callable[[str], str | None] | None = None,
+        mode: str | None = None,
+    ) -> Agent:
+        """An agent made of ``parts`` (``AgentParts.defaults``, with any part replaced)."""
+        agent = cls.__new__(cls)
+        agent._assemble(parts, ask_human, _mask_of(mode or parts.config.mode))
+        return agent
+
+    def _assemble(
+        self,
+        parts: AgentParts,
+        ask_human: Callable[[str], str | None] | None,
+        mask: ToolMask | None,
+    ) -> None:
+        self.provider = parts.provider
+        self.config = parts.config
+        self.workspace = parts.workspace
+        self.session = parts.session
+        self.builder = parts.builder
+        self.toolset = parts.toolset
+        self.tool_context = parts.tool_context
+        self.memory = parts.memory
+        self.externalizer = parts.externalizer
+        self.harness = parts.harness
+        self.compactor = parts.compactor
+        self.pruner = parts.pruner
+        self.gauge = parts.gauge
+        self.ask_human = ask_human
+        # The mask the agent works under (its mode); MaskRules adds the state rules.
+        self.mask = mask
+        self.mask_rules = MaskRules(self.config.flag("masking"))
+        self.calls = ModelCalls(
+            parts.provider, self.session.layout, self.config.record_requests, self.gauge
         )
-        self.pruner = Pruner(self.session, self.config, self.externalizer)
-        self.last_input_tokens = 0
-        # provider tokens per BPE token of the last main request: estimates of the next
-        # request are BPE counts in the provider's units
-        self._token_scale = 1.0
-        self._calls = 0
+        self.tool_step = ToolStep(
+            self.session,
+            self.toolset,
+            self.tool_context,
+            parts.processor,
+            self.mask_rules,
+            self.harness,
+        )
+        self._stats = AgentStats()
 
     @classmethod
     def resume(
@@ -210,7 +145,7 @@ class Agent:
         provider: Provider,
         config: Config | None = None,
         *,
-        tools: Toolset | None = None,
+        tools: ToolRunner | None = None,
         mode: str | None = None,
     ) -> Agent:
         """Continue a recorded session (after a crash or restart) with nothing lost.
@@ -224,18 +159,23 @@ class Agent:
             raise ContextEngineError(f"{session_dir}: not a session folder")
         session = Session.open(session_dir)
         try:
-            meta = json.loads((session.directory / META_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ContextEngineError(
-                f"{session.directory}: not an agent session ({META_FILE} unreadable: {exc})"
-            ) from None
-        workspace = meta.get("workspace") if isinstance(meta, dict) else None
-        if not isinstance(workspace, str) or not workspace or "\0" in workspace:
-            raise ContextEngineError(
-                f"{session.directory / META_FILE}: no valid 'workspace' path recorded"
-            )
-        close_interrupted_calls(session)
-        return cls(provider, workspace, config, tools=tools, mode=mode, _session=session)
+            workspace = load_meta(session.directory).workspace
+            close_interrupted_calls(session)
+            parts = AgentParts.defaults(provider, workspace, config, session=session, tools=tools)
+            return cls.from_parts(parts, mode=mode)
+        except BaseException:
+            session.close()
+            raise
+
+    def close(self) -> None:
+        """Release the session log's file handle (``with Agent(...)`` calls this at its end)."""
+        self.session.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def recover(self, ref: CompressedRef | str) -> str:
         """The original text behind a ``compressed_ref`` (object or its JSON), byte for byte."""
@@ -251,12 +191,21 @@ class Agent:
     def set_mode(self, name: str | None) -> None:
         """Work in preset ``name`` from the next step on (``None``: all tools); the request's
         ``tools`` stay the same, only the mask changes. Unknown names raise ``ConfigError``."""
-        self.mask = None if name is None else mode_mask(name)
+        self.mask = _mask_of(name)
 
     def stats(self) -> dict[str, Any]:
         """In-process counters: calls by purpose, tokens, cache hit rate, cache breaks by
         cause, compactions, prunes, strikes, tool calls and tool errors by class."""
         return self._stats.as_dict()
+
+    @property
+    def last_input_tokens(self) -> int:
+        """Input tokens of the last main request (as the provider counted them)."""
+        return self.gauge.last_input_tokens
+
+    @last_input_tokens.setter
+    def last_input_tokens(self, tokens: int) -> None:
+        self.gauge.last_input_tokens = tokens
 
     @property
     def session_dir(self) -> Path:
@@ -274,22 +223,8 @@ class Agent:
         self, message: str, cancel: threading.Event | None = None
     ) -> AsyncIterator[AgentEvent]:
         """``stream`` for asyncio code: the loop runs in a worker thread."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[AgentEvent | BaseException | None] = asyncio.Queue()
-
-        def work() -> None:
-            try:
-                for event in self.stream(message, cancel):
-                    loop.call_soon_threadsafe(queue.put_nowait, event)
-            except BaseException as exc:  # handed to the consumer, not lost in the thread
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
-            loop.call_soon_threadsafe(queue.put_nowait, None)
-
-        threading.Thread(target=work, name="contextengine-agent", daemon=True).start()
-        while (item := await queue.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        async for event in in_thread(lambda: self.stream(message, cancel), "contextengine-agent"):
+            yield event
 
     def stream(self, message: str, cancel: threading.Event | None = None) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``.
@@ -305,8 +240,8 @@ class Agent:
         close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
         message = valid_text(message)
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
-        incoming = self._scaled(count_tokens(text))
-        if self.compactor.needed(self.last_input_tokens + incoming):
+        incoming = self.gauge.scaled(count_tokens(text))
+        if self.compactor.needed(self.gauge.last_input_tokens + incoming):
             yield from self._compact(LiveContext(tail=self._tail()), incoming)
         round_start = self.session.append(UserEntry(text=text)).index
         yield from self._apply(self.harness.start_turn(text))
@@ -326,22 +261,22 @@ class Agent:
                     len(decision.records),
                     decision.saved_tokens,
                     round(decision.payback_steps, 1),
-                    self._calls,
+                    self.calls.count,
                 )
             request = self._build(context, rebooting)
-            if self.compactor.needed(self._estimate(request)) and (
+            if self.compactor.needed(self.gauge.of_request(request)) and (
                 yield from self._compact(context)
             ):
                 request = self._build(context, rebooting)
             try:
-                reply = yield from self._ask(request)
+                reply = yield from self.calls.ask(request)
             except ProviderError as exc:
                 yield ErrorEvent("provider_error", str(exc))
                 yield from self._finish(RunResult("", self.session_dir, "error", step, str(exc)))
                 return
             if rebooting:
                 rebooting = None
-                self._append_assistant(reply, ())
+                append_assistant(self.session, reply, ())
                 hook = self.harness.after_reboot(reply.content)
                 yield from self._apply(hook)
                 if hook.needs_human is not None:
@@ -354,13 +289,13 @@ class Agent:
                         return
                     self.session.append(UserEntry(text=answer))
                 continue
-            meaning = self._interpret(reply)
+            meaning = interpret(reply, self.session.style.protocol)
             if meaning.problem is not None:
-                self._append_assistant(reply, ())
+                append_assistant(self.session, reply, ())
                 yield self._error("invalid_reply", meaning.problem)
                 continue
             if meaning.final_answer is not None:
-                self._append_assistant(reply, ())
+                append_assistant(self.session, reply, ())
                 if (
                     len(meaning.final_answer.strip()) < MIN_FINAL_ANSWER_CHARS
                     and not retried_answer
@@ -372,35 +307,17 @@ class Agent:
                     RunResult(meaning.final_answer, self.session_dir, "completed", step + 1)
                 )
                 return
-            record = self._append_assistant(reply, meaning.calls)
+            record = append_assistant(self.session, reply, meaning.calls)
             if self.config.effective_history_mode != "round_scratchpad":
                 live = {}
-            # Nothing may stand between a reply's tool calls and their results on the wire,
-            # so hook entries and a reboot wait until the whole batch has run.
-            deferred: list[Entry] = []
-            reboot: str | None = None
             assert isinstance(record.entry, AssistantEntry)
-            for recorded in record.entry.tool_calls:
-                ours = recorded.as_call()
-                yield from self._apply(self.harness.before_tool(ours), deferred)
-                hook = yield from self._run_tool(ours, live)
-                yield from self._apply(hook, deferred)
-                reboot = reboot or hook.reboot
-            for entry in deferred:
-                self.session.append(entry)
+            reboot = yield from self.tool_step.run_batch(record.entry.tool_calls, self.mask, live)
             if reboot is not None:
                 # Only a constant notice is kept: the prompt is asked once, uncached,
                 # instead of being written to the cache and re-read on every later step.
                 self.session.append(ReminderEntry(rule=STRIKE_RULE, text=REBOOT_NOTICE))
                 rebooting = reboot
         yield from self._finish(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
-
-    def _estimate(self, request: Request) -> int:
-        """The request's size in the provider's tokens (BPE, scaled by the last usage)."""
-        return self._scaled(_bpe(request))
-
-    def _scaled(self, tokens: int) -> int:
-        return int(tokens * self._token_scale)
 
     def _tail(self) -> str | None:
         return self.harness.task_status() if self.config.flag("recitation") else None
@@ -435,194 +352,33 @@ class Agent:
                 history_records=history_records,
             )
 
-        records = sum(self._scaled(_bpe_of(r.chunks)) for r in self.session.live)
-        fixed = self._estimate(self.builder.build(self.session, context)) - records + incoming
-        compacted = yield from self.compactor.run(summary_request, self._ask_side, fixed)
+        records = sum(self.gauge.of_chunks(r.chunks) for r in self.session.live)
+        fixed = (
+            self.gauge.of_request(self.builder.build(self.session, context)) - records + incoming
+        )
+        compacted = yield from self.compactor.run(summary_request, self.calls.ask_side, fixed)
         if compacted:
-            after = self._estimate(self.builder.build(self.session, context))
-            self.last_input_tokens = after
+            after = self.gauge.of_request(self.builder.build(self.session, context))
+            self.gauge.last_input_tokens = after
             self.compactor.compacted_to(after)
         return compacted
 
-    def _apply(self, hook: HookResult, defer: list[Entry] | None = None) -> Iterator[AgentEvent]:
-        if defer is None:
-            for entry in hook.entries:
-                self.session.append(entry)
-        else:
-            defer.extend(hook.entries)
+    def _apply(self, hook: HookResult) -> Iterator[AgentEvent]:
+        for entry in hook.entries:
+            self.session.append(entry)
         yield from hook.events
 
     def _finish(self, result: RunResult) -> Iterator[AgentEvent]:
         yield from self._apply(self.harness.end_turn(result))
         yield Done(result)
 
-    def _ask(self, request: Request) -> Generator[AgentEvent, None, ModelReply]:
-        report = self.monitor.observe(request)
-        started = time.perf_counter()
-        reply: ModelReply | None = None
-        for event in self.provider.stream(request):
-            if isinstance(event, TextDelta):
-                yield Thinking(valid_text(event.text))
-            elif isinstance(event, ReasoningDelta):
-                yield Thinking(valid_text(event.text), reasoning=True)
-            elif isinstance(event, ReplyDone):
-                reply = valid_reply(event.reply)
-        if reply is None:
-            raise ProviderError("the provider's stream ended without a reply")
-        return (yield from self._account(request, reply, report, started))
-
-    def _ask_side(
-        self, request: Request, timeout_s: float
-    ) -> Generator[AgentEvent, None, ModelReply | None]:
-        """A side call (summary) without streaming; ``None`` when it timed out.
-
-        The call runs in a daemon thread so a hung provider cannot hold the run; a late
-        answer is dropped.
-        """
-        report = self.monitor.observe(request)
-        started = time.perf_counter()
-        box: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=1)
-
-        def call() -> None:
-            try:
-                box.put((True, self.provider.complete(request)))
-            except BaseException as exc:  # handed to the waiting loop
-                box.put((False, exc))
-
-        threading.Thread(target=call, name="contextengine-side-call", daemon=True).start()
-        try:
-            ok, value = box.get(timeout=timeout_s)
-        except queue.Empty:
-            return None
-        if not ok:
-            raise value  # type: ignore[misc]
-        return (yield from self._account(request, value, report, started))  # type: ignore[arg-type]
-
-    def _account(
-        self, request: Request, reply: ModelReply, report: PrefixReport, started: float
-    ) -> Generator[AgentEvent, None, ModelReply]:
-        usage = reply.usage
-        if not usage.latency_s:
-            usage = replace(usage, latency_s=time.perf_counter() - started)
-        self._calls += 1
-        if request.purpose == "main":
-            counted = _bpe(request)
-            self.last_input_tokens = usage.input_tokens or counted
-            self._token_scale = self.last_input_tokens / max(counted, 1)
-        if self.request_log is not None:
-            self.request_log.append(request)
-        self.usage_log.append(UsageRecord.of(self._calls, request.purpose, usage, report))
-        brk = report.cache_break
-        yield UsageEvent(
-            request.purpose,
-            usage.input_tokens,
-            usage.cached_tokens,
-            usage.cache_write_tokens,
-            usage.output_tokens,
-            usage.latency_s,
-            report.reusable_chars,
-            brk.cause if brk else None,
-        )
-        return replace(reply, usage=usage)
-
-    def _interpret(self, reply: ModelReply) -> _Interpretation:
-        # Structured calls win in both protocols: a provider (or a replay) that returns them
-        # has already parsed the action.
-        if reply.tool_calls:
-            return _Interpretation(calls=reply.tool_calls)
-        if self.session.style.protocol == "native":
-            return _Interpretation(final_answer=reply.content)
-        parsed = parse_text_reply(reply.content)
-        if parsed.action is not None:
-            return _Interpretation(
-                calls=(ToolCall("text", parsed.action.name, parsed.action.arguments_json),)
-            )
-        return _Interpretation(final_answer=parsed.final_answer, problem=parsed.problem)
-
-    def _append_assistant(self, reply: ModelReply, calls: tuple[ToolCall, ...]) -> LogRecord:
-        index = len(self.session.records)
-        records = tuple(
-            ToolCallRecord(id=f"call_{index}_{k}", name=c.name, arguments_json=c.arguments_json)
-            for k, c in enumerate(calls)
-        )
-        return self.session.append(
-            AssistantEntry(
-                text=reply.content,
-                tool_calls=records,
-                reasoning=reply.reasoning,
-                provider_items=reply.provider_items,
-            )
-        )
-
-    def _run_tool(
-        self, call: ToolCall, live: dict[int, FullObservation]
-    ) -> Generator[AgentEvent, None, HookResult]:
-        yield ToolCallEvent(call.id, call.name, call.arguments_json)
-        self.session.append(ToolStartEntry(call_id=call.id, tool_name=call.name))
-        outcome = self.toolset.execute(call, self.tool_context, self.mask_rules.in_force(self.mask))
-        self.mask_rules.observe(call.name, outcome)
-        error_class = classify_error(call.name, outcome)
-        index = len(self.session.records)
-        try:
-            arguments = call.arguments()
-        except ValueError:
-            arguments = {}
-        processed = self.processor.process(index, call.name, arguments, outcome)
-        self.session.append(
-            ToolResultEntry(
-                call_id=call.id,
-                tool_name=call.name,
-                status=outcome.status,
-                content=processed.history,
-                full_ref=processed.full_ref,
-                original_length=processed.original_length,
-                error_class=error_class,
-            )
-        )
-        if processed.live != processed.history:
-            live[index] = FullObservation(call.name, call.id, processed.live)
-        yield ToolResultEvent(call.id, call.name, outcome.status, processed.live[:400], error_class)
-        if outcome.error is not None:
-            yield ErrorEvent(error_class or outcome.error.code, outcome.error.message)
-        return self.harness.after_tool(call, outcome, error_class)
-
     def _error(self, error_class: str, message: str) -> ErrorEvent:
         self.session.append(ErrorEntry(error_class=error_class, message=message))
         return ErrorEvent(error_class, message)
 
-    def _create_session(
-        self, session_id: str | None, protocol: Literal["native", "text"]
-    ) -> Session:
-        root = Path(self.config.root) if self.config.root else self.workspace / DEFAULT_ROOT_NAME
-        if not self.config.root:
-            ignore = self.workspace / ".contextengine" / ".gitignore"
-            ignore.parent.mkdir(parents=True, exist_ok=True)
-            if not ignore.exists():
-                ignore.write_text("*\n", encoding="utf-8")
-        sid = session_id or new_session_id()
-        name = re.sub(r"[^A-Za-z0-9._-]+", "-", self.workspace.name).strip("-.") or "workspace"
-        layout = SessionLayout.under(root, self.config.org, self.config.team, name, sid)
-        style = RenderStyle(protocol=protocol, diversity=self.config.flag("diversity"))
-        meta = {
-            "session_id": sid,
-            "workspace": str(self.workspace),
-            "model": getattr(self.provider, "model", ""),
-        }
-        return Session.create(
-            layout.directory,
-            session_id=sid,
-            style=style,
-            files={META_FILE: json.dumps(meta, indent=1)},
-        )
 
-
-def _bpe(request: Request) -> int:
-    """BPE tokens of a request's text (each chunk counted once per process)."""
-    return _bpe_of(request.chunks)
-
-
-def _bpe_of(chunks: Sequence[str]) -> int:
-    return sum(count_tokens(chunk) for chunk in chunks)
+def _mask_of(mode: str | None) -> ToolMask | None:
+    return None if mode is None else mode_mask(mode)
 
 
 _CANCELLED = "the turn was stopped (cancelled) before its next step"

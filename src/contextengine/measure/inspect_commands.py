@@ -17,14 +17,9 @@ from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.inspector import CallView, first_difference, inspect_session
 from contextengine.measure.report import usage_report
-from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
-from contextengine.session.listing import (
-    TITLE_CHARS,
-    read_header,
-    read_meta,
-    session_folders,
-    user_messages,
-)
+from contextengine.session.folders import workspace_sessions
+from contextengine.session.layout import SessionLayout
+from contextengine.session.listing import TITLE_CHARS, read_header, user_messages
 
 TABLE_WIDTH = 150
 FOLD_CHARS = 1200
@@ -149,12 +144,7 @@ def sessions_command(
     folder = workspace.resolve()
     if not folder.is_dir():
         raise ContextEngineError(f"{workspace}: not a folder")
-    root = Path(settings.root) if settings.root else folder / DEFAULT_ROOT_NAME
-    found = [
-        _summary(directory)
-        for directory in session_folders(root / settings.org / settings.team)
-        if read_meta(directory).get("workspace") == str(folder)
-    ]
+    found = [_summary(directory) for directory in workspace_sessions(folder, settings).values()]
     needle = search.casefold() if search else None
     shown = sorted(
         (s for s in found if needle is None or _matches(s, needle)),

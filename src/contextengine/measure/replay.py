@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from contextengine.agent.events import PruneEvent
 from contextengine.agent.loop import Agent
+from contextengine.agent.parts import AgentParts
 from contextengine.canonical import canonical_json
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.context.builder import ContextBuilder
@@ -209,22 +211,23 @@ def replay_engine(
             style=RenderStyle(protocol, settings.flag("diversity")),
             durable=False,
         )
-        try:
-            agent = Agent(
+        with closing(session):
+            parts = AgentParts.defaults(
                 provider,
                 workspace,
                 settings,
-                tools=RecordedTools(trajectory, script),  # type: ignore[arg-type]
-                _session=session,
+                session=session,
+                tools=RecordedTools(trajectory, script),
             )
             # The recorded run's own system prompt and tools are L1, verbatim: the agent's
             # default prompt (and the text protocol's instructions) were not part of it.
-            agent.builder = ContextBuilder(
+            builder = ContextBuilder(
                 system_prompt=trajectory.system,
                 tools=trajectory.tool_specs if protocol == "native" else (),
-                project_root=agent.workspace,
+                project_root=parts.workspace,
                 config=settings,
             )
+            agent = Agent.from_parts(replace(parts, builder=builder))
             for number, round_ in enumerate(script.rounds):
                 script.begin(round_)
                 status = ""
@@ -237,8 +240,6 @@ def replay_engine(
                         f"the engine ended round {number + 1} at step {script.position} of "
                         f"{round_.end} (status {status!r})"
                     )
-        finally:
-            session.close()
     return provider.calls
 
 

@@ -1,7 +1,8 @@
 """Working memory (R8): ``task_plan.md``, ``findings.md`` and ``progress.md`` of one session.
 
-Every write replaces the whole file atomically (temp file, fsync, rename, fsync of the
-folder), so a crash leaves the old file or the new one, never half of one. The files may
+A plan change replaces ``task_plan.md`` atomically (temp file, fsync, rename, fsync of
+the folder), so a crash leaves the old file or the new one, never half of one. Progress
+entries and findings are appended (and fsynced): a long log is never written again whole. The files may
 also be edited by hand or by the model's file tools; every read notices that, so the
 files stay the truth. Each change, ours or external, is queued as a ``FileChange`` for
 the harness to emit (R8.7). Without a folder the memory lives in this process only and
@@ -125,13 +126,13 @@ class WorkingMemory:
     def add_finding(self, title: str, content: str, source: str | None = None) -> str:
         """Append a timestamped finding; returns the section written."""
         entry = finding_section(self.clock(), " ".join(title.split()), content, source)
-        self._write(FINDINGS, self.read(FINDINGS).rstrip("\n") + "\n" + entry)
+        self._append(FINDINGS, entry)
         return entry
 
     def log(self, title: str, body: str = "") -> None:
         """Append a timestamped section to ``progress.md``."""
         entry = section(self.clock(), title, body)
-        self._write(PROGRESS, self.read(PROGRESS).rstrip("\n") + "\n" + entry)
+        self._append(PROGRESS, entry)
 
     def drain(self) -> list[FileChange]:
         """The changes since the last call, oldest first (external edits noticed now too)."""
@@ -155,6 +156,28 @@ class WorkingMemory:
             self._stamps[name] = self._stat(path)
             self._changes.append(FileChange(name, text))
         self._texts[name] = text
+
+    def _append(self, name: MemoryFile, entry: str) -> None:
+        """Add ``entry`` after the file's last line; a file that does not end in exactly one
+        newline (edited by hand) is rewritten, so the text is the same either way."""
+        text = self.read(name)
+        new = text.rstrip("\n") + "\n" + entry
+        path = self.path(name)
+        if path is None or not new.startswith(text):
+            self._write(name, new)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(new[len(text) :].encode("utf-8"))
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._stamps[name] = self._stat(path)
+        self._changes.append(FileChange(name, new))
+        self._texts[name] = new
 
     def _read_disk(self, name: MemoryFile) -> str:
         path = self.path(name)

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from contextengine.agent.loop import Agent
 from contextengine.config import Config
@@ -21,8 +20,10 @@ from contextengine.providers.base import Provider
 from contextengine.server.channel import SessionChannel, TurnInfo
 from contextengine.server.errors import ApiError
 from contextengine.server.eventlog import EventLog
-from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
-from contextengine.session.listing import read_header, read_meta, session_folders, session_title
+from contextengine.session.folders import workspace_sessions
+from contextengine.session.layout import SessionLayout
+from contextengine.session.listing import read_header, session_title
+from contextengine.session.meta import SessionMeta, read_meta
 
 ProviderFactory = Callable[[], Provider]
 
@@ -58,12 +59,11 @@ class SessionStore:
     def __init__(self, workspace: Path, provider_factory: ProviderFactory, config: Config) -> None:
         self.workspace = Path(workspace).resolve()
         self.config = config
-        self.root = Path(config.root) if config.root else self.workspace / DEFAULT_ROOT_NAME
         self._provider_factory = provider_factory
         self._agents: dict[str, Agent] = {}
         self._used: dict[str, float] = {}
         self._channels: dict[str, SessionChannel] = {}
-        self._metas: dict[Path, dict[str, Any]] = {}
+        self._metas: dict[Path, SessionMeta] = {}
         self._titles: dict[Path, tuple[str, str]] = {}
         self._scanned: tuple[float, dict[str, Path]] = (float("-inf"), {})
         self._lock = threading.Lock()
@@ -126,7 +126,7 @@ class SessionStore:
             with self._lock:
                 agent = self._agents.setdefault(session_id, loaded)
             if agent is not loaded:
-                loaded.session.close()
+                loaded.close()
         return agent
 
     def evict_idle(self) -> None:
@@ -141,7 +141,7 @@ class SessionStore:
                 if sid not in self._channels and self._used.get(sid, 0.0) < oldest:
                     del self._agents[sid]
                     self._used.pop(sid, None)
-                    agent.session.close()
+                    agent.close()
 
     def _scan(self, max_age: float = 0.0) -> dict[str, Path]:
         """The workspace's sessions on disk (a listing at most ``max_age`` seconds old)."""
@@ -149,24 +149,19 @@ class SessionStore:
             scanned_at, found = self._scanned
         if time.monotonic() - scanned_at <= max_age:
             return found
-        base = self.root / self.config.org / self.config.team
-        found = {
-            folder.name: folder
-            for folder in session_folders(base)
-            if self._meta(folder).get("workspace") == str(self.workspace)
-        }
+        found = workspace_sessions(self.workspace, self.config, self._meta)
         with self._lock:
             self._scanned = (time.monotonic(), found)
         return found
 
-    def _meta(self, directory: Path) -> dict[str, Any]:
+    def _meta(self, directory: Path) -> SessionMeta | None:
         # session.json is written once, when the session is made: read it once.
         with self._lock:
             meta = self._metas.get(directory)
         if meta is None:
             meta = read_meta(directory)
-            if not meta:
-                return {}
+            if meta is None:
+                return None
             with self._lock:
                 self._metas[directory] = meta
         return meta
@@ -185,7 +180,7 @@ class SessionStore:
         return SessionInfo(
             id=session_id,
             created=titled[0],
-            model=str(self._meta(directory).get("model", "")),
+            model=meta.provider.model if (meta := self._meta(directory)) else "",
             title=titled[1],
             busy=turn is not None,
             turn=turn,

@@ -15,9 +15,9 @@ from pydantic import ValidationError
 
 from contextengine.session.entries import ENTRY_ADAPTER, Entry, UserEntry
 from contextengine.session.layout import SessionLayout
+from contextengine.session.meta import META_FILE
 
 TITLE_CHARS = 80
-META_FILE = "session.json"
 
 
 def session_folders(base: Path) -> Iterator[Path]:
@@ -29,15 +29,6 @@ def session_folders(base: Path) -> Iterator[Path]:
     for meta_path in sorted(base.glob(f"*/*/{META_FILE}")):
         if SessionLayout(meta_path.parent).log.is_file():
             yield meta_path.parent
-
-
-def read_meta(directory: Path) -> dict[str, Any]:
-    """The session's ``session.json`` (workspace, model ...), or ``{}`` when unreadable."""
-    try:
-        meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
 
 
 def read_header(log: Path) -> dict[str, Any]:

@@ -1,0 +1,209 @@
+"""What an ``Agent`` is made of, and the one factory for the standard parts.
+
+``AgentParts.defaults`` builds every part from a provider, a workspace and a config; a
+caller swaps any part with ``dataclasses.replace`` (a replay's builder with the recorded
+prompt, say) and hands the result to ``Agent.from_parts``. Parts that share state share
+the same object: the compactor sizes history with the gauge the agent's calls update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from contextengine.agent.compaction import Compactor
+from contextengine.agent.harness import build_harness
+from contextengine.agent.hooks import Harness
+from contextengine.agent.model_calls import TokenGauge
+from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
+from contextengine.codemap import CodeMap
+from contextengine.codemap.tool import with_code_map
+from contextengine.compress.externalize import Externalizer
+from contextengine.compress.observation import ObservationProcessor
+from contextengine.compress.prune import Pruner
+from contextengine.config import Config
+from contextengine.context.builder import ContextBuilder
+from contextengine.memory.code_map import CodeMapInjector
+from contextengine.memory.injectors import Injector
+from contextengine.memory.tools import with_memory_tools
+from contextengine.memory.working_memory import MEMORY_FILES, WorkingMemory
+from contextengine.providers.base import Provider
+from contextengine.session.folders import create_session
+from contextengine.session.meta import ProviderChoice
+from contextengine.session.render import RenderStyle
+from contextengine.session.session import Session
+from contextengine.tools.base import ToolOutcome
+from contextengine.tools.context import ToolContext
+from contextengine.tools.file_delete import TRASH_DIR
+from contextengine.tools.mask import ToolMask
+from contextengine.tools.registry import Toolset, default_toolset
+from contextengine.tools.sandbox import SandboxPolicy
+from contextengine.tools.spec import ToolSpec
+from contextengine.tools.web_http import WebPolicy
+from contextengine.tools.web_search import search_backend
+from contextengine.tools.workspace import Workspace
+from contextengine.types import ToolCall
+
+
+class ToolRunner(Protocol):
+    """What the agent needs of its tools: their names and specs, and running a call."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tool names, sorted."""
+        ...
+
+    def specs(self) -> list[ToolSpec]:
+        """The tools as the model sees them."""
+        ...
+
+    def execute(
+        self, call: ToolCall, ctx: ToolContext, mask: ToolMask | None = None
+    ) -> ToolOutcome:
+        """Run ``call`` (refused when ``mask`` does not allow it)."""
+        ...
+
+
+@dataclass(frozen=True)
+class AgentParts:
+    """The collaborators of one agent session."""
+
+    provider: Provider
+    config: Config
+    workspace: Path
+    session: Session
+    builder: ContextBuilder
+    toolset: ToolRunner
+    tool_context: ToolContext
+    memory: WorkingMemory
+    externalizer: Externalizer
+    processor: ObservationProcessor
+    harness: Harness
+    compactor: Compactor
+    pruner: Pruner
+    gauge: TokenGauge
+
+    @classmethod
+    def defaults(
+        cls,
+        provider: Provider,
+        workspace: str | Path,
+        config: Config | None = None,
+        *,
+        session: Session | None = None,
+        tools: ToolRunner | None = None,
+        harness: Harness | None = None,
+        system_prompt: str | None = None,
+        protocol: Literal["native", "text"] = "native",
+        session_id: str | None = None,
+        injectors: Sequence[Injector] = (),
+        provider_choice: ProviderChoice | None = None,
+    ) -> AgentParts:
+        """The standard parts; a given ``session``, ``tools`` or ``harness`` is used as is.
+
+        Without ``session`` a new one is made for ``workspace`` (``protocol``,
+        ``session_id``; ``provider_choice`` is recorded so a resume can choose it again).
+        """
+        config = config if config is not None else Config.load()
+        root = Path(workspace).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        code_map_on = config.enabled and config.code_map
+        toolset: ToolRunner = tools or _default_tools(config, code_map_on)
+        if session is None:
+            style = RenderStyle(protocol=protocol, diversity=config.flag("diversity"))
+            choice = _chosen(provider, provider_choice)
+            session = create_session(root, config, style, choice, session_id)
+        memory = WorkingMemory(session.directory if config.flag("working_memory") else None)
+        tool_context = _tool_context(root, session, memory, config)
+        if code_map_on:
+            tool_context.code_map = CodeMap(tool_context.workspace, config.code_map_tokens)
+            injectors = [*injectors, CodeMapInjector(tool_context.code_map)]
+        display = tool_context.workspace.display
+        externalizer = Externalizer(session.layout.artifacts, display)
+        gauge = TokenGauge()
+        return cls(
+            provider=provider,
+            config=config,
+            workspace=root,
+            session=session,
+            builder=_builder(toolset, session, root, config, system_prompt),
+            toolset=toolset,
+            tool_context=tool_context,
+            memory=memory,
+            externalizer=externalizer,
+            processor=ObservationProcessor(
+                externalizer,
+                mode=config.effective_history_mode,
+                externalize=config.flag("externalize"),
+            ),
+            harness=harness
+            or build_harness(
+                session=session,
+                memory=memory,
+                workspace=tool_context.workspace,
+                config=config,
+                model=getattr(provider, "model", ""),
+                injectors=injectors,
+            ),
+            compactor=Compactor(session, config, display, gauge.of_chunks),
+            pruner=Pruner(session, config, externalizer),
+            gauge=gauge,
+        )
+
+
+def _default_tools(config: Config, code_map: bool) -> Toolset:
+    """The default tools, the memory tools with working memory on, ``code_map`` with it on."""
+    toolset = default_toolset()
+    if config.flag("working_memory"):
+        toolset = with_memory_tools(toolset)
+    return with_code_map(toolset) if code_map else toolset
+
+
+def _chosen(provider: Provider, choice: ProviderChoice | None) -> ProviderChoice:
+    """The choice to record: the given one, its model completed from the provider."""
+    model = getattr(provider, "model", "")
+    if choice is None:
+        return ProviderChoice(model=model)
+    return ProviderChoice(choice.name, choice.model or model, choice.base_url)
+
+
+def _builder(
+    toolset: ToolRunner,
+    session: Session,
+    workspace: Path,
+    config: Config,
+    system_prompt: str | None,
+) -> ContextBuilder:
+    protocol = session.style.protocol
+    base = system_prompt or DEFAULT_SYSTEM_PROMPT
+    specs = toolset.specs()
+    return ContextBuilder(
+        system_prompt=text_protocol_prompt(base, specs) if protocol == "text" else base,
+        tools=specs if protocol == "native" else (),
+        project_root=workspace,
+        config=config,
+    )
+
+
+def _tool_context(
+    workspace: Path, session: Session, memory: WorkingMemory, config: Config
+) -> ToolContext:
+    return ToolContext(
+        Workspace(
+            workspace,
+            session_dir=session.directory,
+            session_access={
+                **dict.fromkeys(MEMORY_FILES, "write"),
+                session.layout.artifacts.name: "read",
+                TRASH_DIR: "read",
+            },
+        ),
+        memory=memory,
+        web=WebPolicy.from_config(config),
+        search=search_backend(config),
+        sandbox=SandboxPolicy.from_config(
+            config, hidden_paths=(workspace / ".contextengine", session.directory)
+        ),
+    )

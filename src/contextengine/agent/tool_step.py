@@ -1,0 +1,154 @@
+"""A reply's meaning and its tool calls: interpreted, recorded, run, their results appended.
+
+A tool result is appended in its history form (compressed or externalized); the full
+observation is kept live for the next request only when it differs from that form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from contextengine.agent.events import AgentEvent, ErrorEvent, ToolCallEvent, ToolResultEvent
+from contextengine.agent.hooks import Harness, HookResult
+from contextengine.agent.parts import ToolRunner
+from contextengine.agent.text_protocol import parse_text_reply
+from contextengine.compress.observation import ObservationProcessor
+from contextengine.context.builder import FullObservation
+from contextengine.session.entries import (
+    AssistantEntry,
+    Entry,
+    ToolCallRecord,
+    ToolResultEntry,
+    ToolStartEntry,
+)
+from contextengine.session.log import LogRecord
+from contextengine.session.session import Session
+from contextengine.tools.classify import classify_error
+from contextengine.tools.context import ToolContext
+from contextengine.tools.mask import ToolMask
+from contextengine.tools.modes import MaskRules
+from contextengine.types import ModelReply, ToolCall
+
+
+@dataclass(frozen=True)
+class Interpretation:
+    """What a reply asks for: tool calls, a final answer, or a problem to tell the model."""
+
+    calls: tuple[ToolCall, ...] = ()
+    final_answer: str | None = None
+    problem: str | None = None
+
+
+def interpret(reply: ModelReply, protocol: Literal["native", "text"]) -> Interpretation:
+    """The reply's meaning under the session's protocol."""
+    # Structured calls win in both protocols: a provider (or a replay) that returns them
+    # has already parsed the action.
+    if reply.tool_calls:
+        return Interpretation(calls=reply.tool_calls)
+    if protocol == "native":
+        return Interpretation(final_answer=reply.content)
+    parsed = parse_text_reply(reply.content)
+    if parsed.action is not None:
+        return Interpretation(
+            calls=(ToolCall("text", parsed.action.name, parsed.action.arguments_json),)
+        )
+    return Interpretation(final_answer=parsed.final_answer, problem=parsed.problem)
+
+
+def append_assistant(session: Session, reply: ModelReply, calls: tuple[ToolCall, ...]) -> LogRecord:
+    """Append the reply with its calls, each under an id made from the record's index."""
+    index = len(session.records)
+    records = tuple(
+        ToolCallRecord(id=f"call_{index}_{k}", name=c.name, arguments_json=c.arguments_json)
+        for k, c in enumerate(calls)
+    )
+    return session.append(
+        AssistantEntry(
+            text=reply.content,
+            tool_calls=records,
+            reasoning=reply.reasoning,
+            provider_items=reply.provider_items,
+        )
+    )
+
+
+class ToolStep:
+    """Runs a reply's tool calls one at a time and appends each result."""
+
+    def __init__(
+        self,
+        session: Session,
+        toolset: ToolRunner,
+        tool_context: ToolContext,
+        processor: ObservationProcessor,
+        mask_rules: MaskRules,
+        harness: Harness,
+    ) -> None:
+        self.session = session
+        self.toolset = toolset
+        self.tool_context = tool_context
+        self.processor = processor
+        self.mask_rules = mask_rules
+        self.harness = harness
+
+    def run_batch(
+        self,
+        calls: Sequence[ToolCallRecord],
+        mask: ToolMask | None,
+        live: dict[int, FullObservation],
+    ) -> Generator[AgentEvent, None, str | None]:
+        """Run a reply's calls in order; returns the reboot prompt a 3-strike rule asks for.
+
+        Nothing may stand between a reply's tool calls and their results on the wire, so
+        the hooks' entries are appended after the whole batch has run.
+        """
+        deferred: list[Entry] = []
+        reboot: str | None = None
+        for recorded in calls:
+            call = recorded.as_call()
+            before = self.harness.before_tool(call)
+            deferred.extend(before.entries)
+            yield from before.events
+            hook = yield from self.run(call, mask, live)
+            deferred.extend(hook.entries)
+            yield from hook.events
+            reboot = reboot or hook.reboot
+        for entry in deferred:
+            self.session.append(entry)
+        return reboot
+
+    def run(
+        self, call: ToolCall, mask: ToolMask | None, live: dict[int, FullObservation]
+    ) -> Generator[AgentEvent, None, HookResult]:
+        """Run ``call`` under ``mask``, append its result, and return the harness's answer."""
+        session = self.session
+        yield ToolCallEvent(call.id, call.name, call.arguments_json)
+        session.append(ToolStartEntry(call_id=call.id, tool_name=call.name))
+        outcome = self.toolset.execute(call, self.tool_context, self.mask_rules.in_force(mask))
+        self.mask_rules.observe(call.name, outcome)
+        error_class = classify_error(call.name, outcome)
+        index = len(session.records)
+        try:
+            arguments = call.arguments()
+        except ValueError:
+            arguments = {}
+        processed = self.processor.process(index, call.name, arguments, outcome)
+        session.append(
+            ToolResultEntry(
+                call_id=call.id,
+                tool_name=call.name,
+                status=outcome.status,
+                content=processed.history,
+                full_ref=processed.full_ref,
+                original_length=processed.original_length,
+                error_class=error_class,
+            )
+        )
+        if processed.live != processed.history:
+            live[index] = FullObservation(call.name, call.id, processed.live)
+        yield ToolResultEvent(call.id, call.name, outcome.status, processed.live[:400], error_class)
+        if outcome.error is not None:
+            yield ErrorEvent(error_class or outcome.error.code, outcome.error.message)
+        return self.harness.after_tool(call, outcome, error_class)

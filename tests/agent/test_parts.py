@@ -1,0 +1,49 @@
+"""An agent is assembled from parts: the default factory, a swapped part, and its lifecycle."""
+
+from dataclasses import replace
+from pathlib import Path
+
+from contextengine import Agent, AgentParts, Config, ContextBuilder, ScriptedProvider
+
+ANSWER = {"content": "A complete answer, without any tool."}
+
+
+def test_a_swapped_builder_is_the_one_requests_come_from(tmp_path: Path) -> None:
+    provider = ScriptedProvider([ANSWER])
+    parts = AgentParts.defaults(provider, tmp_path, Config())
+    builder = ContextBuilder(system_prompt="Only this.", project_root=parts.workspace)
+    with Agent.from_parts(replace(parts, builder=builder)) as agent:
+        assert agent.run("hi").status == "completed"
+    (request,) = provider.requests
+    assert request.messages[0]["content"].startswith("Only this.")
+    assert request.tools == []
+
+
+def test_with_closes_the_log_and_the_session_resumes(tmp_path: Path) -> None:
+    with Agent(ScriptedProvider([ANSWER]), tmp_path, Config()) as agent:
+        agent.run("first")
+        assert _open_logs(agent.session.layout.log) == 1
+    assert _open_logs(agent.session.layout.log) == 0, "the log is still open after the block"
+    with Agent.resume(agent.session_dir, ScriptedProvider([ANSWER]), Config()) as again:
+        assert again.run("second").status == "completed"
+        assert len(again.session.records) > len(agent.session.records)
+
+
+def test_close_releases_the_log_file_descriptor(tmp_path: Path) -> None:
+    agent = Agent(ScriptedProvider([ANSWER]), tmp_path, Config())
+    agent.run("hi")
+    before = _open_logs(agent.session.layout.log)
+    agent.close()
+    assert before == 1 and _open_logs(agent.session.layout.log) == 0
+
+
+def _open_logs(log: Path) -> int:
+    fds = Path("/proc/self/fd")
+    return sum(1 for fd in fds.iterdir() if _target(fd) == str(log))
+
+
+def _target(fd: Path) -> str:
+    try:
+        return str(fd.readlink())
+    except OSError:
+        return ""
