@@ -4,11 +4,11 @@ import json
 from pathlib import Path
 
 import pytest
-from contextengine.context.render import RenderStyle
 
 from contextengine import Config, ContextEngineError
 from contextengine.session.folders import create_session, sessions_root, workspace_sessions
 from contextengine.session.meta import META_FILE, ProviderChoice, load_meta, read_meta
+from contextengine.session.render import RenderStyle
 
 
 def _make(workspace: Path, config: Config, choice: ProviderChoice, sid: str) -> Path:
