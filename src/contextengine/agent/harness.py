@@ -59,6 +59,7 @@ from contextengine.session.entries import (
 from contextengine.session.session import Session
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import error_tail
+from contextengine.tools.traits import UNDECLARED, ToolTraits
 from contextengine.tools.workspace import PathRefused, Workspace
 from contextengine.types import ToolCall
 
@@ -88,6 +89,7 @@ class DefaultHarness:
         lessons: LessonStore | None = None,
         longterm: LongTermMemory | None = None,
         injectors: Sequence[Injector] = (),
+        traits: Callable[[str], ToolTraits] = lambda _: UNDECLARED,
     ) -> None:
         self.session = session
         self.memory = memory
@@ -97,7 +99,8 @@ class DefaultHarness:
         self.lessons = lessons
         self.longterm = longterm
         self.injectors = list(injectors)
-        self.state = RuleState()
+        self.traits = traits
+        self.state = RuleState(traits)
         self._seen = 0
         self._sync(live=False)
         self._resumed = self._seen > 0
@@ -161,7 +164,7 @@ class DefaultHarness:
     def before_tool(self, call: ToolCall) -> HookResult:
         """Note a high-risk call: the plan is re-read once its batch has run."""
         arguments = _arguments(call)
-        if is_high_risk(call.name, arguments, self._target_exists(arguments)):
+        if is_high_risk(self.traits(call.name), self._target_exists(arguments)):
             self._risk_pending = True
         return self._result([])
 
@@ -171,20 +174,22 @@ class DefaultHarness:
         """Log the call, apply todo lists to the plan, keep lessons, start a 3-strike reboot."""
         self._sync()
         arguments = _arguments(call)
-        if call.name == "todo_write" and outcome.status == "success":
-            todos = outcome.data.get("todos", ())
+        traits = self.traits(call.name)
+        # A plan tool either writes the plan itself or returns the todo list to apply.
+        if traits.category == "plan" and outcome.status == "success" and "todos" in outcome.data:
+            todos = outcome.data["todos"]
             self.memory.apply_todos((t["content"], t["status"]) for t in todos)
         strike_on = self.config.flag("reminders")
         if outcome.status == "error":
             cls = error_class or (outcome.error.code if outcome.error else "error")
             attempt = self.state.strikes.get(cls, 0)
             self._log_error(
-                call, arguments, outcome, cls, attempt, strike_on and attempt == STRIKES
+                call, traits, arguments, outcome, cls, attempt, strike_on and attempt == STRIKES
             )
-            self._record_lesson(call, arguments, outcome, cls)
+            self._record_lesson(call, traits, arguments, outcome, cls)
         else:
-            self._log_call(call, arguments, outcome)
-            self._resolve_lessons(call, arguments)
+            self._log_call(call, traits, arguments, outcome)
+            self._resolve_lessons(call, traits, arguments)
         struck = self.state.struck()
         if not (strike_on and struck and self.state.batch_done):
             return self._result([])
@@ -277,13 +282,15 @@ class DefaultHarness:
         except (PathRefused, OSError, ValueError):  # NUL, too long: the tool reports it
             return False
 
-    def _log_call(self, call: ToolCall, arguments: dict[str, Any], outcome: ToolOutcome) -> None:
+    def _log_call(
+        self, call: ToolCall, traits: ToolTraits, arguments: dict[str, Any], outcome: ToolOutcome
+    ) -> None:
         first = outcome.text.strip().splitlines()[0] if outcome.text.strip() else ""
-        if call.name == "shell_exec" and "exit_code" in outcome.data:
+        if traits.category == "exec" and "exit_code" in outcome.data:
             lines = outcome.data.get("stdout_lines", 0)
             first = f"exit code {outcome.data['exit_code']}, {lines} stdout lines"
         body = (
-            f"{_describe(call, arguments)}\n**Status**: ✅ Success\n"
+            f"{_describe(call, traits, arguments)}\n**Status**: ✅ Success\n"
             f"**Result**: {_clip(first, RESULT_CHARS)}"
         )
         self.memory.log(f"🔧 Tool Call: {call.name}", body)
@@ -291,6 +298,7 @@ class DefaultHarness:
     def _log_error(
         self,
         call: ToolCall,
+        traits: ToolTraits,
         arguments: dict[str, Any],
         outcome: ToolOutcome,
         cls: str,
@@ -299,7 +307,7 @@ class DefaultHarness:
     ) -> None:
         title = f"❌ ERROR (attempt {attempt}): {cls}"
         body = (
-            f"**Tool**: {call.name}\n{_describe(call, arguments)}\n"
+            f"**Tool**: {call.name}\n{_describe(call, traits, arguments)}\n"
             f"**Error**:\n{fence(_error_text(outcome))}"
         )
         if triggered:
@@ -308,12 +316,17 @@ class DefaultHarness:
         self.memory.log(title, body)
 
     def _record_lesson(
-        self, call: ToolCall, arguments: dict[str, Any], outcome: ToolOutcome, cls: str
+        self,
+        call: ToolCall,
+        traits: ToolTraits,
+        arguments: dict[str, Any],
+        outcome: ToolOutcome,
+        cls: str,
     ) -> None:
         store = self.lessons
         if store is None:
             return
-        action = _action(call.name, arguments)
+        action = _action(traits, arguments)
         message = _error_text(outcome)
         index = self.session.records[-1].index
         record = partial(
@@ -326,11 +339,13 @@ class DefaultHarness:
             )
             self._open.setdefault((call.name, action), []).append(lesson)
 
-    def _resolve_lessons(self, call: ToolCall, arguments: dict[str, Any]) -> None:
+    def _resolve_lessons(
+        self, call: ToolCall, traits: ToolTraits, arguments: dict[str, Any]
+    ) -> None:
         store = self.lessons
         if store is None:
             return
-        for lesson in self._open.pop((call.name, _action(call.name, arguments)), []):
+        for lesson in self._open.pop((call.name, _action(traits, arguments)), []):
             resolve = partial(store.resolve_error, lesson.id, self._resolution(lesson, call))
             self._guard("resolving a lesson", resolve)
 
@@ -345,9 +360,9 @@ class DefaultHarness:
             if entry.text.strip() and all(c.id != success.id for c in entry.tool_calls):
                 thoughts.append(_clip(one_line(entry.text), THOUGHT_CHARS))
             for c in entry.tool_calls:
-                if c.id != success.id and c.name != "todo_write":
-                    steps.append(_short_call(c.name, _arguments(c.as_call())))
-        what = _short_call(success.name, _arguments(success))
+                if c.id != success.id and self.traits(c.name).category != "plan":
+                    steps.append(self._short_call(c.name, _arguments(c.as_call())))
+        what = self._short_call(success.name, _arguments(success))
         text = (
             f"{what} succeeded after: {'; '.join(steps)}."
             if steps
@@ -356,6 +371,10 @@ class DefaultHarness:
         if thoughts:
             text += " Reasoning: " + " / ".join(thoughts[-2:])
         return text
+
+    def _short_call(self, tool: str, arguments: dict[str, Any]) -> str:
+        action = _action(self.traits(tool), arguments)
+        return f"{tool} `{_clip(action, RESULT_CHARS)}`" if action else tool
 
     def _guard(self, what: str, action: Callable[[], Any]) -> Any:
         """Run a lessons/long-term-memory operation; a database failure never stops the turn."""
@@ -375,10 +394,12 @@ def build_harness(
     config: Config,
     model: str = "",
     injectors: Sequence[Injector] = (),
+    traits: Callable[[str], ToolTraits] = lambda _: UNDECLARED,
 ) -> Harness:
     """The default harness for an agent, or the null one when every harness flag is off.
 
-    ``injectors`` run after the built-in ones (when the ``injection`` flag is on).
+    ``injectors`` run after the built-in ones (when the ``injection`` flag is on);
+    ``traits`` says what each tool (by name) declares, as ``Toolset.traits`` does.
     """
     if not any(config.flag(name) for name in _HARNESS_FLAGS):
         return NullHarness()
@@ -401,6 +422,7 @@ def build_harness(
         lessons=lessons,
         longterm=longterm,
         injectors=chosen,
+        traits=traits,
     )
 
 
@@ -411,21 +433,19 @@ def _arguments(call: ToolCall) -> dict[str, Any]:
         return {}
 
 
-def _action(tool: str, arguments: dict[str, Any]) -> str:
-    if tool == "shell_exec":
-        return " ".join(str(arguments.get("command", "")).split())
+def _action(traits: ToolTraits, arguments: dict[str, Any]) -> str:
+    """What a call acts on: its declared action argument (whitespace folded), else its
+    path or pattern."""
+    if traits.action_key:
+        return " ".join(str(arguments.get(traits.action_key, "")).split())
     target = arguments.get("path") or arguments.get("pattern")
     return str(target) if target else ""
 
 
-def _short_call(tool: str, arguments: dict[str, Any]) -> str:
-    action = _action(tool, arguments)
-    return f"{tool} `{_clip(action, RESULT_CHARS)}`" if action else tool
-
-
-def _describe(call: ToolCall, arguments: dict[str, Any]) -> str:
-    if call.name == "shell_exec" and isinstance(arguments.get("command"), str):
-        return f"**Command**: `{_clip(one_line(arguments['command']), ARGUMENTS_CHARS)}`"
+def _describe(call: ToolCall, traits: ToolTraits, arguments: dict[str, Any]) -> str:
+    key = traits.action_key
+    if key and isinstance(arguments.get(key), str):
+        return f"**{key.capitalize()}**: `{_clip(one_line(arguments[key]), ARGUMENTS_CHARS)}`"
     shown = canonical_json(arguments) if arguments else call.arguments_json
     return f"**Arguments**: `{_clip(shown, ARGUMENTS_CHARS)}`"
 

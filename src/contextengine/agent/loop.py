@@ -172,6 +172,7 @@ class Agent:
             self.externalizer,
             mode=self.config.effective_history_mode,
             externalize=self.config.flag("externalize"),
+            traits=self.toolset.traits,
         )
         self.harness: Harness = harness or build_harness(
             session=self.session,
@@ -180,6 +181,7 @@ class Agent:
             config=self.config,
             model=getattr(provider, "model", ""),
             injectors=injectors,
+            traits=self.toolset.traits,
         )
         display = self.tool_context.workspace.display
         self.compactor = Compactor(
