@@ -394,7 +394,7 @@ class Agent:
         return int(tokens * self._token_scale)
 
     def _tail(self) -> str | None:
-        return self.harness.task_status() if self.config.flag("recitation") else None
+        return self.harness.task_status()
 
     def _build(self, context: LiveContext, rebooting: str | None) -> Request:
         if rebooting is None:
