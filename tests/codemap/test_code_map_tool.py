@@ -134,3 +134,8 @@ def test_the_cli_prints_the_map_and_refuses_a_missing_folder(code_ws: Path) -> N
     missing = run_cli("codemap", str(code_ws / "nope"))
     assert missing.returncode == 2
     assert missing.stderr.strip() == f"contextengine: error: {code_ws / 'nope'}: not a folder"
+
+
+def test_the_tool_declares_itself_a_read_so_the_2_action_rule_counts_it() -> None:
+    traits = with_code_map(default_toolset()).traits("code_map")
+    assert (traits.category, traits.risk) == ("read", "low")

@@ -7,6 +7,7 @@ import pytest
 
 from contextengine.compress.compressors import (
     READ_KEEP,
+    Compressed,
     compress,
     compress_observation,
     tool_category,
@@ -38,8 +39,16 @@ def run(root: Path):  # type: ignore[no-untyped-def]
     return call
 
 
+TRAITS = default_toolset().traits
+
+
+def ours(name: str, arguments: dict[str, Any], outcome: ToolOutcome, **kwargs: Any) -> Compressed:
+    """Our tool's history form, with the compressor the tool declares."""
+    return compress(name, arguments, outcome, compressor=TRAITS(name).compressor, **kwargs)
+
+
 def history(name: str, arguments: dict[str, Any], outcome: ToolOutcome) -> dict[str, Any]:
-    return json.loads(compress_observation(name, arguments, outcome))
+    return json.loads(ours(name, arguments, outcome).text)
 
 
 # --- shape ---------------------------------------------------------------------
@@ -48,12 +57,12 @@ def history(name: str, arguments: dict[str, Any], outcome: ToolOutcome) -> dict[
 def test_history_form_is_canonical_and_drops_text(root: Path, run) -> None:
     (root / "a.txt").write_text("x\n")
     args, out = run("file_read", path="a.txt")
-    text = compress_observation("file_read", args, out)
+    text = ours("file_read", args, out).text
     assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
     obj = json.loads(text)
     assert set(obj) == {"status", "data"}
     assert obj["status"] == "success"
-    assert compress_observation("file_read", args, out) == text
+    assert ours("file_read", args, out).text == text
 
 
 def test_error_is_kept_whole_and_only_on_failure(run) -> None:
@@ -71,7 +80,7 @@ def test_error_is_kept_whole_and_only_on_failure(run) -> None:
 def test_read_keeps_at_most_500_numbered_lines(root: Path, run) -> None:
     (root / "big.py").write_text("".join(f"line {i}\n" for i in range(1, 701)))
     args, out = run("file_read", path="big.py")
-    result = compress("file_read", args, out, full_ref="artifacts/obs-000003-file_read.txt")
+    result = ours("file_read", args, out, full_ref="artifacts/obs-000003-file_read.txt")
     data = json.loads(result.text)["data"]
     lines = data["content"].split("\n")
     assert len(lines) == READ_KEEP + 1
@@ -93,7 +102,7 @@ def test_read_keeps_at_most_500_numbered_lines(root: Path, run) -> None:
 def test_read_slice_and_external_note(root: Path, run) -> None:
     (root / "a.py").write_text("a\nb\nc\nd\n")
     args, out = run("file_read", path="a.py", start_line=2, end_line=3)
-    result = compress("file_read", args, out)
+    result = ours("file_read", args, out)
     assert json.loads(result.text)["data"]["content"] == "     2\tb\n     3\tc"
     assert not result.cut
     (root / "a.py").write_text("changed\n")
@@ -111,7 +120,7 @@ def test_ls_keeps_dir_counts_and_first_20(root: Path, run) -> None:
         (root / "d" / f"f{i:02d}.txt").write_text("x" * i)
     (root / "d" / "sub").mkdir()
     args, out = run("file_ls", path="d")
-    result = compress("file_ls", args, out)
+    result = ours("file_ls", args, out)
     data = json.loads(result.text)["data"]
     assert data["dir"] == "d"
     assert data["counts"] == {"dirs": 1, "files": 30, "links": 0}
@@ -145,7 +154,7 @@ def test_edit_keeps_file_ranges_and_snippets(root: Path, run) -> None:
     (root / "m.py").write_text("".join(f"v{i}\n" for i in range(100)))
     edits = [{"old_text": f"v{i}\n", "new_text": f"w{i}\n"} for i in (10, 30, 50, 70, 90)]
     args, out = run("file_edit", path="m.py", edits=edits)
-    result = compress("file_edit", args, out)
+    result = ours("file_edit", args, out)
     data = json.loads(result.text)["data"]
     assert data["path"] == "m.py"
     assert data["changed_lines"] == [[11, 11], [31, 31], [51, 51], [71, 71], [91, 91]]
@@ -158,7 +167,7 @@ def test_edit_keeps_file_ranges_and_snippets(root: Path, run) -> None:
 def test_write_keeps_action_and_first_30_lines(root: Path, run) -> None:
     content = "".join(f"row {i}\n" for i in range(1, 41))
     args, out = run("file_write", path="new.txt", content=content)
-    result = compress("file_write", args, out)
+    result = ours("file_write", args, out)
     data = json.loads(result.text)["data"]
     assert (data["path"], data["action"], data["lines"]) == ("new.txt", "created", 40)
     head = data["head"].split("\n")
@@ -170,7 +179,7 @@ def test_write_keeps_action_and_first_30_lines(root: Path, run) -> None:
 def test_shell_success_summary_head_tail_and_stderr_tail(run) -> None:
     command = "seq 1 100; seq 1 30 | sed 's/^/warn /' >&2"
     args, out = run("shell_exec", command=command)
-    result = compress("shell_exec", args, out)
+    result = ours("shell_exec", args, out)
     data = json.loads(result.text)["data"]
     assert (data["exit_code"], data["stdout_lines"], data["stderr_lines"]) == (0, 100, 30)
     stdout = data["stdout"].split("\n")
@@ -256,8 +265,7 @@ def test_long_lines_are_clipped(root: Path, run) -> None:
         ("Glob", {}, "glob"),
         ("LS", {}, "ls"),
         ("TodoWrite", {}, "todo"),
-        ("file_read", {}, "read"),
-        ("shell_exec", {}, "shell"),
+        ("file_read", {}, "other"),
         ("think", {}, "other"),
     ],
 )

@@ -31,7 +31,12 @@ class Harness:
         return arguments, self.toolset.execute(call, self.ctx)
 
     def processor(self, mode: str = "compressed", externalize: bool = True) -> ObservationProcessor:
-        return ObservationProcessor(self.externalizer, mode=mode, externalize=externalize)  # type: ignore[arg-type]
+        return ObservationProcessor(
+            self.externalizer,
+            mode=mode,  # type: ignore[arg-type]
+            externalize=externalize,
+            traits=self.toolset.traits,
+        )
 
     def artifacts(self) -> list[str]:
         folder = self.session_dir / "artifacts"
@@ -56,7 +61,7 @@ def test_small_output_is_kept_verbatim_and_shown_once(h: Harness) -> None:
     """Nothing to cut: the verbatim text is smaller than its JSON form, so history keeps it
     and the model sees it once (history == live: no live duplicate)."""
     args, out = h.run("shell_exec", command="echo hello")
-    assert len(compress_observation("shell_exec", args, out)) > len(out.text)
+    assert len(compress_observation("shell_exec", args, out, compressor="shell")) > len(out.text)
     for mode in ("compressed", "full"):
         obs = h.processor(mode).process(3, "shell_exec", args, out)
         assert obs == ProcessedObservation(

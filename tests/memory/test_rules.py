@@ -13,12 +13,14 @@ from contextengine.memory.rules import (
     plan_reminder_text,
     recited_plan,
 )
+from contextengine.memory.tools import with_memory_tools
 from contextengine.session.entries import (
     AssistantEntry,
     ReminderEntry,
     ToolCallRecord,
     ToolResultEntry,
 )
+from contextengine.tools.registry import default_toolset
 
 
 @pytest.mark.parametrize(
@@ -42,14 +44,21 @@ def test_inspection_commands(command: str, expected: bool) -> None:
 
 
 def test_information_gathering_and_high_risk() -> None:
-    assert is_info_gathering("file_grep", {"pattern": "x"})
-    assert is_info_gathering("shell_exec", {"command": "ls"})
-    assert not is_info_gathering("shell_exec", {"command": "pytest"})
-    assert not is_info_gathering("file_write", {"path": "a"})
-    assert is_high_risk("shell_exec", {"command": "ls"}, False)
-    assert is_high_risk("file_write", {"path": "a"}, target_exists=True)
-    assert not is_high_risk("file_write", {"path": "a"}, target_exists=False)
-    assert is_high_risk("file_delete", {"path": "a"}, False)
+    traits = with_memory_tools(default_toolset()).traits
+    assert is_info_gathering(traits("file_grep"), {"pattern": "x"})
+    assert is_info_gathering(traits("shell_exec"), {"command": "ls"})
+    assert not is_info_gathering(traits("shell_exec"), {"command": "pytest"})
+    assert not is_info_gathering(traits("file_write"), {"path": "a"})
+    assert not is_info_gathering(traits("web_fetch"), {"url": "http://x"})
+    assert is_high_risk(traits("shell_exec"), False)
+    assert is_high_risk(traits("file_write"), target_exists=True)
+    assert not is_high_risk(traits("file_write"), target_exists=False)
+    assert is_high_risk(traits("file_delete"), False)
+    assert not is_high_risk(traits("file_edit"), True)
+    assert not is_high_risk(traits("memory_plan_update"), False)
+    # Names say nothing: a tool that declares no traits is neither info nor high-risk.
+    assert not is_high_risk(traits("delete_everything"), True)
+    assert not is_info_gathering(traits("file_read_more"), {})
 
 
 def test_reminder_text_carries_the_plan_back() -> None:
@@ -77,7 +86,7 @@ def _fail(session: Session, n: int, error_class: str) -> None:
 
 
 def _fold(session: Session) -> RuleState:
-    state = RuleState()
+    state = RuleState(with_memory_tools(default_toolset()).traits)
     for record in session.records:
         state.observe(record)
     return state

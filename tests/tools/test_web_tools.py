@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from contextengine import Config
+from contextengine.compress.compressors import OTHER_HEAD_CHARS, compress
 from contextengine.errors import ConfigError
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
@@ -177,3 +178,16 @@ def test_backends_from_config() -> None:
     policy = WebPolicy.from_config(Config(web_allow_private=True, web_max_bytes=10))
     assert (policy.allow_private, policy.max_bytes) == (True, 10)
     assert WebPolicy.from_config(Config()).allow_private is False
+
+
+@pytest.mark.parametrize("name", ["web_fetch", "web_search"])
+def test_web_tools_declare_their_traits(name: str) -> None:
+    """Web tools reach the network, are not high-risk, and keep head and tail of their text
+    in history (the rest is in the saved copy)."""
+    traits = default_toolset().traits(name)
+    assert (traits.category, traits.risk, traits.compressor) == ("web", "low", "other")
+    page = "A" * OTHER_HEAD_CHARS + "B" * 5000
+    outcome = ToolOutcome.ok(page, {"url": "http://x/"}, kind="webpage")
+    result = compress(name, {"url": "http://x/"}, outcome, compressor=traits.compressor)
+    text = json.loads(result.text)["data"]["text"]
+    assert result.cut and text.startswith("A" * OTHER_HEAD_CHARS + "\n[... ")

@@ -320,7 +320,7 @@ class Agent:
         yield from self._finish(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
 
     def _tail(self) -> str | None:
-        return self.harness.task_status() if self.config.flag("recitation") else None
+        return self.harness.task_status()
 
     def _build(self, context: LiveContext, rebooting: str | None) -> Request:
         if rebooting is None:

@@ -41,6 +41,7 @@ from contextengine.tools.mask import ToolMask
 from contextengine.tools.registry import Toolset, default_toolset
 from contextengine.tools.sandbox import SandboxPolicy
 from contextengine.tools.spec import ToolSpec
+from contextengine.tools.traits import ToolTraits
 from contextengine.tools.web_http import WebPolicy
 from contextengine.tools.web_search import search_backend
 from contextengine.tools.workspace import Workspace
@@ -57,6 +58,10 @@ class ToolRunner(Protocol):
 
     def specs(self) -> list[ToolSpec]:
         """The tools as the model sees them."""
+        ...
+
+    def traits(self, name: str) -> ToolTraits:
+        """What the tool called ``name`` declares about itself."""
         ...
 
     def execute(
@@ -137,6 +142,7 @@ class AgentParts:
                 externalizer,
                 mode=config.effective_history_mode,
                 externalize=config.flag("externalize"),
+                traits=toolset.traits,
             ),
             harness=harness
             or build_harness(
@@ -146,6 +152,7 @@ class AgentParts:
                 config=config,
                 model=getattr(provider, "model", ""),
                 injectors=injectors,
+                traits=toolset.traits,
             ),
             compactor=Compactor(session, config, display, gauge.of_chunks),
             pruner=Pruner(session, config, externalizer),

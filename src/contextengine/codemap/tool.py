@@ -18,6 +18,7 @@ from contextengine.codemap import CodeMapUnavailable, Focus
 from contextengine.tools.base import Tool, ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import Toolset
+from contextengine.tools.traits import ToolTraits
 
 MIN_TOKENS = 64
 MAX_TOKENS = 16_384
@@ -27,6 +28,7 @@ class CodeMapTool:
     """``code_map``: the most-used definitions of the workspace's code, with their lines."""
 
     name: ClassVar[str] = "code_map"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="other")
     description: ClassVar[str] = (
         "Map of the workspace's code: the definitions (classes, functions, methods) most "
         "used across files, with path and line, ranked by references. `focus`: files or "

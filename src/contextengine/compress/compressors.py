@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from contextengine.canonical import canonical_json
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import TRACEBACK_HEADER, error_tail
 from contextengine.tools.file_search import format_ls_entry
 from contextengine.tools.files import number_lines, split_lines
+from contextengine.tools.traits import Compressor
 
-Category = Literal["read", "write", "edit", "ls", "glob", "grep", "shell", "todo", "other"]
+Category = Compressor
 
 LS_KEEP = 20
 GLOB_KEEP = 10
@@ -38,16 +39,6 @@ MAX_LINE_CHARS = 2000
 OTHER_HEAD_CHARS = 1500
 OTHER_TAIL_CHARS = 500
 
-NATIVE_TOOLS: Mapping[str, Category] = {
-    "file_read": "read",
-    "file_write": "write",
-    "file_edit": "edit",
-    "file_ls": "ls",
-    "file_glob": "glob",
-    "file_grep": "grep",
-    "shell_exec": "shell",
-    "todo_write": "todo",
-}
 _FOREIGN_NAMES: Mapping[str, Category] = {
     "bash": "shell",
     "execute_bash": "shell",
@@ -75,11 +66,9 @@ _EDITOR_COMMANDS: Mapping[str, Category] = {
 
 
 def tool_category(tool_name: str, arguments: Mapping[str, Any] | None = None) -> Category:
-    """The compression category of a tool, ours or another harness's (case-insensitive);
-    editor tools are categorized by their ``command`` argument."""
+    """The compression category of another harness's tool, by its well-known name
+    (case-insensitive); editor tools are categorized by their ``command`` argument."""
     name = tool_name.lower()
-    if name in NATIVE_TOOLS:
-        return NATIVE_TOOLS[name]
     if name in _EDITOR_TOOLS:
         return _EDITOR_COMMANDS.get(str((arguments or {}).get("command", "")).lower(), "other")
     return _FOREIGN_NAMES.get(name, "other")
@@ -99,16 +88,21 @@ def compress(
     outcome: ToolOutcome,
     *,
     full_ref: str | None = None,
+    compressor: Compressor | None = None,
 ) -> Compressed:
-    """Compress ``outcome`` for history; markers point to ``full_ref`` when given."""
+    """Compress ``outcome`` for history; markers point to ``full_ref`` when given.
+
+    ``compressor`` is the one the tool declares (``ToolTraits.compressor``): its structured
+    form reduces ``data``; a tool declaring none is another harness's, categorized by name.
+    """
     cuts = _Cuts(full_ref)
     error = outcome.status == "error"
-    if outcome.data and tool_name in NATIVE_TOOLS:
-        data = _NATIVE[NATIVE_TOOLS[tool_name]](outcome, arguments, cuts)
+    if outcome.data and compressor is not None:
+        data = _NATIVE[compressor](outcome, arguments, cuts)
     elif outcome.error is not None and outcome.text == outcome.error.message:
         data = {}
     else:
-        category = tool_category(tool_name, arguments)
+        category = compressor or tool_category(tool_name, arguments)
         data = _RAW[category](outcome.text, arguments, cuts, error)
     history: dict[str, Any] = {"status": outcome.status, "data": data}
     if error and outcome.error is not None:
@@ -122,9 +116,10 @@ def compress_observation(
     outcome: ToolOutcome,
     *,
     full_ref: str | None = None,
+    compressor: Compressor | None = None,
 ) -> str:
     """The history form of a tool result: canonical JSON, compressed per tool."""
-    return compress(tool_name, arguments, outcome, full_ref=full_ref).text
+    return compress(tool_name, arguments, outcome, full_ref=full_ref, compressor=compressor).text
 
 
 class _Cuts:

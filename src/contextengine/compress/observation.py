@@ -9,7 +9,7 @@ artifacts first (R3.3). An error's message is kept verbatim in both (R5.1).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from contextengine.compress.externalize import CompressedRef, Externalizer, over
 from contextengine.config import HistoryMode
 from contextengine.tools.base import ObservationKind, ToolOutcome
 from contextengine.tools.classify import error_tail
+from contextengine.tools.traits import Compressor, ToolTraits
 
 ERROR_TAIL_LINES = 20
 TITLE_CHARS = 120
@@ -44,12 +45,21 @@ class ProcessedObservation:
 
 
 class ObservationProcessor:
-    """Turns a tool outcome into its history and live forms for one session."""
+    """Turns a tool outcome into its history and live forms for one session; ``traits``
+    says what each tool (by name) declares, as ``Toolset.traits`` does."""
 
-    def __init__(self, externalizer: Externalizer, *, mode: HistoryMode, externalize: bool) -> None:
+    def __init__(
+        self,
+        externalizer: Externalizer,
+        *,
+        mode: HistoryMode,
+        externalize: bool,
+        traits: Callable[[str], ToolTraits],
+    ) -> None:
         self._externalizer = externalizer
         self._mode = mode
         self._externalize = externalize
+        self._traits = traits
         self._seen: set[str] = set()
 
     def process(
@@ -62,7 +72,8 @@ class ObservationProcessor:
         """Compress, externalize and save what needs saving for entry ``entry_index``."""
         full = outcome.text
         name = artifact_name(entry_index, tool_name)
-        kind = observation_kind(tool_name, arguments, outcome)
+        compressor = self._traits(tool_name).compressor
+        kind = observation_kind(tool_name, arguments, outcome, compressor)
         externalized = self._externalize and over_threshold(full, kind)
         ref: CompressedRef | None = None
         if self._mode == "full":
@@ -77,7 +88,9 @@ class ObservationProcessor:
             live = history
         else:
             where = self._externalizer.display_path(name)
-            compressed = compress(tool_name, arguments, outcome, full_ref=where)
+            compressed = compress(
+                tool_name, arguments, outcome, full_ref=where, compressor=compressor
+            )
             if compressed.cut:
                 ref = self._store(name, full, kind, tool_name, arguments)
                 history = compressed.text
@@ -142,10 +155,14 @@ def artifact_name(entry_index: int, tool_name: str) -> str:
 
 
 def observation_kind(
-    tool_name: str, arguments: Mapping[str, Any], outcome: ToolOutcome
+    tool_name: str,
+    arguments: Mapping[str, Any],
+    outcome: ToolOutcome,
+    compressor: Compressor | None = None,
 ) -> ObservationKind:
-    """The outcome's kind; a foreign file-reading tool counts as ``file``."""
-    if outcome.kind == "other" and tool_category(tool_name, arguments) == "read":
+    """The outcome's kind; a file-reading tool's text counts as ``file`` (``compressor``:
+    what the tool declares; another harness's tool is known by its name)."""
+    if outcome.kind == "other" and (compressor or tool_category(tool_name, arguments)) == "read":
         return "file"
     return outcome.kind
 

@@ -31,6 +31,7 @@ from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.spec import ToolSpec
+from contextengine.tools.traits import UNDECLARED, ToolTraits
 from contextengine.types import ModelReply, ReplyDone, ReplyEvent, TextDelta, ToolCall, Usage
 
 PSEUDO_TOOL = "observation"
@@ -270,6 +271,10 @@ class RecordedTools:
     def specs(self) -> list[ToolSpec]:
         """The declared tools, as the recorded run showed them to its model."""
         return list(self._specs)
+
+    def traits(self, name: str) -> ToolTraits:
+        """``UNDECLARED``: a recorded tool is another harness's, known by its name."""
+        return UNDECLARED
 
     def execute(
         self, call: ToolCall, ctx: ToolContext, mask: ToolMask | None = None

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,6 +40,7 @@ from contextengine.session.entries import (
     UserEntry,
 )
 from contextengine.session.log import LogRecord
+from contextengine.tools.traits import UNDECLARED, ToolTraits
 
 INFO_ACTIONS_PER_FINDING = 2
 STRIKES = 3
@@ -46,11 +48,9 @@ STRIKES = 3
 PLAN_RULE = "plan"
 TWO_ACTION_RULE = "2-action"
 STRIKE_RULE = "3-strike"
-FINDING_TOOL = "memory_finding_add"
 
 RecitationReason = Literal["session start", "high-risk tool", "periodic"]
 
-INFO_TOOLS = frozenset({"file_read", "file_grep", "file_glob", "file_ls"})
 _INSPECT_COMMANDS = frozenset(
     {
         "cat",
@@ -123,12 +123,12 @@ def recited_plan(reminder_text: str) -> str | None:
     return reminder_text[start + len(_PLAN_OPEN) + 1 : end].rstrip("\n")
 
 
-def is_info_gathering(tool: str, arguments: dict[str, Any]) -> bool:
-    """Reads, searches, listings, and shell commands that only inspect."""
-    if tool in INFO_TOOLS:
+def is_info_gathering(traits: ToolTraits, arguments: dict[str, Any]) -> bool:
+    """Reads, searches, listings, and commands that only inspect."""
+    if traits.category == "read":
         return True
-    command = arguments.get("command")
-    return tool == "shell_exec" and isinstance(command, str) and is_inspection(command)
+    command = arguments.get(traits.action_key) if traits.action_key else None
+    return traits.category == "exec" and isinstance(command, str) and is_inspection(command)
 
 
 def is_inspection(command: str) -> bool:
@@ -161,17 +161,17 @@ def is_inspection(command: str) -> bool:
     return True
 
 
-def is_high_risk(tool: str, arguments: dict[str, Any], target_exists: bool) -> bool:
-    """Shell commands, deletions, and writes over an existing file."""
-    if tool == "shell_exec" or "delete" in tool or "remove" in tool:
-        return True
-    return tool == "file_write" and target_exists
+def is_high_risk(traits: ToolTraits, target_exists: bool) -> bool:
+    """Tools declared high-risk (commands, deletions), and writes over an existing file."""
+    return traits.risk == "high" or (traits.risk == "overwrite" and target_exists)
 
 
 @dataclass
 class RuleState:
-    """Counters of one session, folded from its log records."""
+    """Counters of one session, folded from its log records; ``traits`` says what each
+    tool (by name) declares, as ``Toolset.traits`` does."""
 
+    traits: Callable[[str], ToolTraits] = field(default=lambda _: UNDECLARED, repr=False)
     iterations: int = 0
     strikes: Counter[str] = field(default_factory=Counter)
     other_errors: Counter[str] = field(default_factory=Counter)
@@ -213,7 +213,8 @@ class RuleState:
             if entry.error_class:
                 self.strikes[entry.error_class] += 1
             return
-        if entry.tool_name == FINDING_TOOL:
+        traits = self.traits(entry.tool_name)
+        if traits.category == "memory":
             self.info_actions = 0
             self.two_action_given = False
             return
@@ -221,7 +222,7 @@ class RuleState:
             arguments = call.as_call().arguments() if call is not None else {}
         except ValueError:
             arguments = {}
-        if is_info_gathering(entry.tool_name, arguments):
+        if is_info_gathering(traits, arguments):
             self.info_actions += 1
 
     def _reminder(self, entry: ReminderEntry) -> None:

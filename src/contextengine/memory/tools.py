@@ -16,6 +16,7 @@ from contextengine.tools.base import Tool, ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import Toolset
 from contextengine.tools.todo import STATUSES
+from contextengine.tools.traits import ToolTraits
 
 _NO_MEMORY = "working memory is off in this session; nothing was written"
 
@@ -37,6 +38,7 @@ class MemoryPlanUpdate:
     """``memory_plan_update``: change task_plan.md (goal, phases and steps, status, decisions)."""
 
     name: ClassVar[str] = "memory_plan_update"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="plan", compressor="other")
     description: ClassVar[str] = (
         "Change task_plan.md, giving only what changes: `phases` replaces the steps, "
         "`step_status` sets steps by number."
@@ -62,6 +64,7 @@ class MemoryFindingAdd:
     """``memory_finding_add``: append a timestamped finding to findings.md."""
 
     name: ClassVar[str] = "memory_finding_add"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="memory", compressor="other")
     description: ClassVar[str] = "Record what you learned in findings.md."
 
     class Args(BaseModel):

@@ -28,6 +28,7 @@ from contextengine.tools.confine import (
 )
 from contextengine.tools.context import ToolContext
 from contextengine.tools.files import FileTool, Refusal, StrictArgs
+from contextengine.tools.traits import ToolTraits
 
 TRASH_DIR = "trash"
 
@@ -39,6 +40,7 @@ class FileDelete(FileTool):
     """``file_delete``: move one file of the workspace to the session's trash."""
 
     name: ClassVar[str] = "file_delete"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="write", risk="high", compressor="other")
     description: ClassVar[str] = (
         "Delete one file of the workspace (not a folder). The file is moved to the "
         "session's trash; the result names its copy there, so it can be restored."

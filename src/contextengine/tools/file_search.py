@@ -33,6 +33,7 @@ from contextengine.tools.files import (
     Refusal,
     StrictArgs,
 )
+from contextengine.tools.traits import ToolTraits
 from contextengine.tools.workspace import Located
 
 LS_MAX_ENTRIES = 1000
@@ -59,6 +60,7 @@ class FileLs(FileTool):
     """``file_ls``: the entries of a directory, sorted, with type and size."""
 
     name: ClassVar[str] = "file_ls"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="ls")
     description: ClassVar[str] = "List a directory: entries with type and size."
 
     class Args(StrictArgs):
@@ -124,6 +126,7 @@ class FileGlob(FileTool):
     """``file_glob``: workspace paths matching a glob pattern, sorted."""
 
     name: ClassVar[str] = "file_glob"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="glob")
     description: ClassVar[str] = "Workspace paths matching a glob such as `src/**/*.py`, sorted."
 
     class Args(StrictArgs):
@@ -194,6 +197,7 @@ class FileGrep(FileTool):
     """``file_grep``: lines matching a Python regular expression, as ``file:line:text``."""
 
     name: ClassVar[str] = "file_grep"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="grep")
     description: ClassVar[str] = (
         "Search lines of text files (in `path`, a file or folder; default all) for a Python "
         f"regex. Returns `file:line:text`, at most {GREP_MAX_MATCHES}."

@@ -26,6 +26,7 @@ from contextengine.tools.confine import (
     replace_file,
 )
 from contextengine.tools.context import ToolContext
+from contextengine.tools.traits import ToolTraits
 from contextengine.tools.workspace import Located
 
 BINARY_SNIFF_BYTES = 8192
@@ -117,6 +118,7 @@ class FileRead(FileTool):
     """``file_read``: numbered lines of a text file, with its mtime (R7.6)."""
 
     name: ClassVar[str] = "file_read"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="read")
     description: ClassVar[str] = (
         "Read a text file as numbered lines; start_line/end_line (1-based, inclusive) read "
         "part of it. Shows the file's mtime."
@@ -197,6 +199,9 @@ class FileWrite(FileTool):
     """``file_write``: create or overwrite a file with the given content."""
 
     name: ClassVar[str] = "file_write"
+    traits: ClassVar[ToolTraits] = ToolTraits(
+        category="write", risk="overwrite", compressor="write"
+    )
     description: ClassVar[str] = (
         "Write a file with exactly this content (creates folders; overwrites)."
     )
@@ -243,6 +248,7 @@ class FileEdit(FileTool):
     """``file_edit``: exact text replacement, one edit or several applied all-or-nothing."""
 
     name: ClassVar[str] = "file_edit"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="write", compressor="edit")
     description: ClassVar[str] = (
         "Replace old_text (exact, once unless replace_all) with new_text in a file; `edits` "
         "applies several replacements, all or none."

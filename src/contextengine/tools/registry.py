@@ -23,6 +23,7 @@ from contextengine.tools.mask import ToolMask
 from contextengine.tools.shell import ShellExec
 from contextengine.tools.spec import ToolSpec
 from contextengine.tools.todo import TodoWrite
+from contextengine.tools.traits import ToolTraits, traits_of
 from contextengine.tools.web_fetch import WebFetch
 from contextengine.tools.web_search import WebSearch
 from contextengine.types import ToolCall
@@ -46,6 +47,10 @@ class Toolset:
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, if any."""
         return self._tools.get(name)
+
+    def traits(self, name: str) -> ToolTraits:
+        """What the tool called ``name`` declares about itself (``UNDECLARED`` if unknown)."""
+        return traits_of(self._tools.get(name))
 
     def specs(self) -> list[ToolSpec]:
         """The definitions the model sees, sorted by name; same bytes on every call."""

@@ -24,6 +24,7 @@ from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import error_tail
 from contextengine.tools.context import ToolContext
 from contextengine.tools.sandbox import ConfinedProcess, SandboxUnavailable, confine
+from contextengine.tools.traits import ToolTraits
 
 MAX_TIMEOUT_S = 600.0
 STDERR_TAIL_LINES = 20
@@ -74,6 +75,9 @@ class ShellExec:
     """``shell_exec``: run ``bash -c COMMAND`` in the workspace."""
 
     name: ClassVar[str] = "shell_exec"
+    traits: ClassVar[ToolTraits] = ToolTraits(
+        category="exec", risk="high", compressor="shell", action_key="command"
+    )
     description: ClassVar[str] = (
         "Run a bash command in the workspace (fresh shell, no stdin). Returns stdout, stderr "
         "and exit code; after timeout_s it is killed with every process it started."

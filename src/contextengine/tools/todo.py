@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
+from contextengine.tools.traits import ToolTraits
 
 TodoStatus = Literal["pending", "in_progress", "done", "failed"]
 STATUSES: tuple[TodoStatus, ...] = ("pending", "in_progress", "done", "failed")
@@ -30,6 +31,7 @@ class TodoWrite:
     """``todo_write``: replace the todo list with the given one."""
 
     name: ClassVar[str] = "todo_write"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="plan", compressor="todo")
     description: ClassVar[str] = (
         "Replace the todo list (your plan) with this full list; keep one step in_progress."
     )

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
+from contextengine.tools.traits import ToolTraits
 from contextengine.tools.web_http import WebRefused, check_url, get
 
 TEXT_TYPES = ("text/plain", "text/markdown")
@@ -24,6 +25,7 @@ class WebFetch:
     """``web_fetch``: GET a page (robots.txt honoured) and return its main text."""
 
     name: ClassVar[str] = "web_fetch"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="web", compressor="other")
     description: ClassVar[str] = (
         "Fetch a web page (http/https) and return its main content as markdown text. "
         "Long pages are saved; the result then names the saved copy to read in parts."

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contextengine.errors import ConfigError
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
+from contextengine.tools.traits import ToolTraits
 from contextengine.tools.web_http import WebPolicy, WebRefused, get
 
 BRAVE_URL = "https://api.search.brave.com"
@@ -131,6 +132,7 @@ class WebSearch:
     """``web_search``: ranked results (title, URL, snippet) from the configured backend."""
 
     name: ClassVar[str] = "web_search"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="web", compressor="other")
     description: ClassVar[str] = (
         "Search the web. Returns numbered results with title, URL and snippet; "
         "read a result with web_fetch."

@@ -1,0 +1,115 @@
+"""What every harness rule shares: the context it works in and the hooks it may answer.
+
+A rule answers the hooks of ``contextengine.agent.hooks.Harness`` it cares about (the
+others add nothing) and ``observe``, which sees each record appended to the session log
+while the harness runs. Rules run in the order of their list; what they write to working
+memory is emitted once per hook by the harness that runs them.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from contextengine.agent.events import RunResult
+from contextengine.agent.hooks import NOTHING, HookResult
+from contextengine.memory.plan import EMPTY_PLAN
+from contextengine.memory.rules import RuleState
+from contextengine.memory.working_memory import PLAN, WorkingMemory
+from contextengine.session.log import LogRecord
+from contextengine.session.session import Session
+from contextengine.tools.base import ToolOutcome
+from contextengine.tools.traits import ToolTraits
+from contextengine.tools.workspace import Workspace
+from contextengine.types import ToolCall
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HarnessContext:
+    """One session as the rules see it: its log, working memory, workspace, the counters
+    folded from its log, and what each tool (by name) declares.
+
+    ``resumed``: the log already held records when the harness started.
+    """
+
+    session: Session
+    memory: WorkingMemory
+    workspace: Workspace
+    state: RuleState
+    traits: Callable[[str], ToolTraits]
+    model: str
+    resumed: bool
+
+    @classmethod
+    def of(
+        cls,
+        session: Session,
+        memory: WorkingMemory,
+        workspace: Workspace,
+        traits: Callable[[str], ToolTraits],
+        model: str = "",
+    ) -> HarnessContext:
+        """The context of ``session``, its counters folded from every record so far."""
+        state = RuleState(traits)
+        for record in session.records:
+            state.observe(record)
+        return cls(session, memory, workspace, state, traits, model, bool(session.records))
+
+    def plan_body(self) -> str:
+        """The plan's text, or ``""`` while it is the untouched template."""
+        text = self.memory.read(PLAN)
+        return "" if text == EMPTY_PLAN else text
+
+    def guarded(self, what: str, action: Callable[[], Any]) -> Any:
+        """Run a lessons/long-term-memory operation; a database failure never stops the turn."""
+        try:
+            return action()
+        except (sqlite3.Error, OSError) as exc:
+            logger.warning("%s failed and was skipped: %s", what, exc)
+            self.memory.log(f"⚠️ Memory Store Failed: {what}", f"- Error: {exc}")
+            return None
+
+
+class Rule:
+    """One harness rule; every hook adds nothing unless the rule overrides it."""
+
+    def __init__(self, ctx: HarnessContext) -> None:
+        self.ctx = ctx
+
+    def observe(self, record: LogRecord) -> None:
+        """A record was appended (the counters in ``ctx.state`` already include it)."""
+
+    def start_turn(self, user_text: str) -> HookResult:
+        """A user turn began."""
+        return NOTHING
+
+    def before_step(self, step: int) -> HookResult:
+        """A model call is about to be built."""
+        return NOTHING
+
+    def task_status(self) -> str | None:
+        """The task-status tail, if this rule recites it."""
+        return None
+
+    def before_tool(self, call: ToolCall) -> HookResult:
+        """``call`` is about to run."""
+        return NOTHING
+
+    def after_tool(
+        self, call: ToolCall, outcome: ToolOutcome, error_class: str | None
+    ) -> HookResult:
+        """``call`` ran; its result entry is appended."""
+        return NOTHING
+
+    def after_reboot(self, answer: str) -> HookResult:
+        """The model answered a reboot prompt."""
+        return NOTHING
+
+    def end_turn(self, result: RunResult) -> HookResult:
+        """The turn ended with ``result``."""
+        return NOTHING

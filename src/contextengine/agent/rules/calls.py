@@ -1,0 +1,64 @@
+"""How the progress log and lessons show a tool call: its action, arguments and error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextengine.canonical import canonical_json
+from contextengine.memory.plan import one_line
+from contextengine.tools.base import ToolOutcome
+from contextengine.tools.classify import error_tail
+from contextengine.tools.traits import ToolTraits
+from contextengine.types import ToolCall
+
+ARGUMENTS_CHARS = 300
+RESULT_CHARS = 200
+ERROR_LINES = 20
+ERROR_CHARS = 2000
+
+
+def arguments_of(call: ToolCall) -> dict[str, Any]:
+    """The call's arguments, or ``{}`` when they are not a JSON object."""
+    try:
+        return call.arguments()
+    except ValueError:
+        return {}
+
+
+def error_class_of(outcome: ToolOutcome, error_class: str | None) -> str:
+    """The class a failed call counts under: the classified one, else the tool's code."""
+    return error_class or (outcome.error.code if outcome.error else "error")
+
+
+def action_of(traits: ToolTraits, arguments: dict[str, Any]) -> str:
+    """What a call acts on: its declared action argument (whitespace folded), else its
+    path or pattern."""
+    if traits.action_key:
+        return " ".join(str(arguments.get(traits.action_key, "")).split())
+    target = arguments.get("path") or arguments.get("pattern")
+    return str(target) if target else ""
+
+
+def describe(call: ToolCall, traits: ToolTraits, arguments: dict[str, Any]) -> str:
+    """The progress line of a call: its action argument, else its arguments as JSON."""
+    key = traits.action_key
+    if key and isinstance(arguments.get(key), str):
+        return f"**{key.capitalize()}**: `{clip(one_line(arguments[key]), ARGUMENTS_CHARS)}`"
+    shown = canonical_json(arguments) if arguments else call.arguments_json
+    return f"**Arguments**: `{clip(shown, ARGUMENTS_CHARS)}`"
+
+
+def error_text(outcome: ToolOutcome) -> str:
+    """A failure's message: its last lines, capped from the front."""
+    text = outcome.error.message if outcome.error else outcome.text
+    return clip_tail(error_tail(text, ERROR_LINES), ERROR_CHARS)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clip_tail(text: str, limit: int) -> str:
+    """The last ``limit`` characters of ``text``, an ellipsis marking the cut."""
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]

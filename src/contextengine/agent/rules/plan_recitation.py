@@ -1,0 +1,68 @@
+"""Plan recitation (R8.2): the plan file is recited into history when it is not in view.
+
+That is at session start (with where the memory files are; even an empty plan, which is
+recited only then), after a compaction, and before the next model call after a
+high-risk tool (a shell command, a deletion, an overwrite): the recital waits for the
+batch's results, as the native wire formats allow no message between an assistant
+message and its tool results.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextengine.agent.hooks import NOTHING, HookResult
+from contextengine.agent.rules.base import HarnessContext, Rule
+from contextengine.agent.rules.calls import arguments_of
+from contextengine.memory.rules import PLAN_RULE, RecitationReason, is_high_risk, plan_reminder_text
+from contextengine.session.entries import ReminderEntry
+from contextengine.tools.workspace import PathRefused
+from contextengine.types import ToolCall
+
+
+class PlanRecitation(Rule):
+    """Recites the plan at session start, after a compaction and after high-risk tools."""
+
+    def __init__(self, ctx: HarnessContext) -> None:
+        super().__init__(ctx)
+        self._started = False
+        self._risk_pending = False
+
+    def start_turn(self, user_text: str) -> HookResult:
+        """Recite the plan at the session's first turn."""
+        started, self._started = self._started, True
+        return NOTHING if started else self._recitation("session start")
+
+    def before_step(self, step: int) -> HookResult:
+        """Recite the plan if it is out of view, for a high-risk call if one just ran."""
+        risk, self._risk_pending = self._risk_pending, False
+        if self.ctx.state.awaiting_reboot:
+            return NOTHING
+        return self._recitation("high-risk tool" if risk else "periodic")
+
+    def before_tool(self, call: ToolCall) -> HookResult:
+        """Note a high-risk call: the plan is re-read once its batch has run."""
+        arguments = arguments_of(call)
+        if is_high_risk(self.ctx.traits(call.name), self._target_exists(arguments)):
+            self._risk_pending = True
+        return NOTHING
+
+    def _recitation(self, reason: RecitationReason) -> HookResult:
+        ctx = self.ctx
+        plan_text = ctx.plan_body()
+        if not plan_text and reason != "session start":
+            return NOTHING
+        if not ctx.state.plan_due():
+            return NOTHING
+        where = ctx.workspace.display(ctx.session.directory) if reason == "session start" else None
+        text = plan_reminder_text(reason, plan_text, where)
+        return HookResult((ReminderEntry(rule=PLAN_RULE, text=text),))
+
+    def _target_exists(self, arguments: dict[str, Any]) -> bool:
+        path = arguments.get("path")
+        if not isinstance(path, str):
+            return False
+        try:
+            return self.ctx.workspace.resolve(path).is_file()
+        except (PathRefused, OSError, ValueError):  # NUL, too long: the tool reports it
+            return False

@@ -1,0 +1,38 @@
+"""The 3-strike rule (R5.3): an error class failing three times stops the work for a
+5-question reboot over the plan and the progress log; the answer may ask for a human."""
+
+from __future__ import annotations
+
+from contextengine.agent.hooks import NOTHING, HookResult
+from contextengine.agent.rules.base import Rule
+from contextengine.agent.rules.calls import clip
+from contextengine.memory.reboot import human_help, reboot_prompt
+from contextengine.memory.working_memory import PROGRESS
+from contextengine.tools.base import ToolOutcome
+from contextengine.types import ToolCall
+
+ANSWER_CHARS = 2000
+
+
+class ThreeStrikeRule(Rule):
+    """Starts a reboot once the struck call's batch has all its results."""
+
+    def after_tool(
+        self, call: ToolCall, outcome: ToolOutcome, error_class: str | None
+    ) -> HookResult:
+        """Ask for the reboot when an error class reached its strikes."""
+        state = self.ctx.state
+        struck = state.struck()
+        if not (struck and state.batch_done):
+            return NOTHING
+        # The reboot prompt carries the plan itself: no separate recitation.
+        memory = self.ctx.memory
+        return HookResult(reboot=reboot_prompt(struck, self.ctx.plan_body(), memory.read(PROGRESS)))
+
+    def after_reboot(self, answer: str) -> HookResult:
+        """Log the reboot answer; hand over to a human when question 5 says so."""
+        help_ = human_help(answer)
+        decision = f"yes - {help_.question}" if help_.needed else "no"
+        body = f"{clip(answer.strip(), ANSWER_CHARS)}\n\n**Human help**: {decision}"
+        self.ctx.memory.log("🔄 5-Question Reboot", body)
+        return HookResult(needs_human=help_.question if help_.needed else None)

@@ -1,0 +1,160 @@
+"""The harness as an ordered list of rules, and rules that ask a tool's traits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel
+
+from contextengine import Config, ReminderEntry, ScriptedProvider
+from contextengine.agent.events import MemoryUpdate
+from contextengine.agent.harness import RuleHarness, default_rules
+from contextengine.agent.hooks import HookResult
+from contextengine.agent.loop import Agent
+from contextengine.agent.rules.base import HarnessContext, Rule
+from contextengine.agent.rules.plan_recitation import PlanRecitation
+from contextengine.agent.rules.progress_log import ProgressLog
+from contextengine.memory.tools import with_memory_tools
+from contextengine.memory.working_memory import PROGRESS, WorkingMemory
+from contextengine.session.entries import NoteEntry, ToolResultEntry, UserEntry
+from contextengine.session.log import LogRecord
+from contextengine.session.session import Session
+from contextengine.tools.base import ToolOutcome
+from contextengine.tools.context import ToolContext
+from contextengine.tools.registry import Toolset, default_toolset
+from contextengine.tools.traits import ToolTraits
+from contextengine.tools.workspace import Workspace
+from contextengine.types import ToolCall
+
+
+def _context(tmp_path: Path) -> HarnessContext:
+    session = Session.create(tmp_path / "s", session_id="rules")
+    memory = WorkingMemory(session.directory)
+    return HarnessContext.of(session, memory, Workspace(tmp_path), default_toolset().traits)
+
+
+def _names(rules: list[Rule]) -> list[str]:
+    return [type(rule).__name__ for rule in rules]
+
+
+def test_the_flags_pick_the_rules_of_the_one_list(tmp_path: Path) -> None:
+    ctx = _context(tmp_path)
+    assert _names(default_rules(ctx, Config())) == [
+        "PlanUpdates",
+        "ProgressLog",
+        "PlanRecitation",
+        "TwoActionRule",
+        "ThreeStrikeRule",
+        "TaskStatusTail",
+    ]
+    quiet = default_rules(ctx, Config(reminders=False, recitation=False))
+    assert _names(quiet) == ["PlanUpdates", "ProgressLog"]
+    progress = quiet[1]
+    assert isinstance(progress, ProgressLog) and not progress.marks_strikes
+
+
+class _Says(Rule):
+    """A rule that adds one note per turn, writes progress, and names a tail."""
+
+    def __init__(self, ctx: HarnessContext, text: str, tail: str | None = None) -> None:
+        super().__init__(ctx)
+        self.text, self.tail, self.seen = text, tail, 0
+
+    def observe(self, record: LogRecord) -> None:
+        self.seen += 1
+
+    def start_turn(self, user_text: str) -> HookResult:
+        self.ctx.memory.log(f"said {self.text}")
+        return HookResult((NoteEntry(source="test", text=self.text),), reboot=self.text)
+
+    def task_status(self) -> str | None:
+        return self.tail
+
+
+def test_a_harness_runs_its_rules_in_list_order(tmp_path: Path) -> None:
+    ctx = _context(tmp_path)
+    first, second = _Says(ctx, "one"), _Says(ctx, "two", tail="tail two")
+    harness = RuleHarness(ctx, [first, second])
+    ctx.session.append(UserEntry(text="go"))
+    result = harness.start_turn("go")
+    assert [e.text for e in result.entries if isinstance(e, NoteEntry)] == ["one", "two"]
+    assert result.reboot == "one", "the first rule that asks for a reboot wins"
+    progress = [e for e in result.events if isinstance(e, MemoryUpdate)]
+    assert progress and "said one" in progress[-1].content and "said two" in progress[-1].content
+    assert harness.task_status() == "tail two"
+    assert (first.seen, second.seen) == (1, 1), "each new record is observed once"
+
+
+class _Peek:
+    """A read-only tool the engine knows only by what it declares."""
+
+    name: ClassVar[str] = "peek"
+    description: ClassVar[str] = "Look at something."
+    traits: ClassVar[ToolTraits] = ToolTraits(category="read")
+
+    class Args(BaseModel):
+        pass
+
+    def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutcome:
+        return ToolOutcome.ok("nothing new")
+
+
+class _Zap(_Peek):
+    """A high-risk tool with a name that says nothing about it."""
+
+    name: ClassVar[str] = "zap"
+    traits: ClassVar[ToolTraits] = ToolTraits(category="exec", risk="high", action_key="target")
+
+
+def _agent(tmp_path: Path, script: list[dict]) -> Agent:
+    base = with_memory_tools(default_toolset())
+    tools = [t for name in base.names if (t := base.get(name)) is not None]
+    toolset = Toolset([*tools, _Peek(), _Zap()])
+    return Agent(ScriptedProvider(script), tmp_path / "ws", Config(), tools=toolset)
+
+
+def _step(name: str) -> dict:
+    return {"content": "Working.", "tool_calls": [{"name": name, "arguments": {}}]}
+
+
+def test_a_new_read_tool_counts_toward_the_two_action_rule(tmp_path: Path) -> None:
+    agent = _agent(tmp_path, [_step("peek"), _step("peek"), {"content": "Seen enough now."}])
+    agent.run("Look.")
+    kinds = []
+    for record in agent.session.records:
+        entry = record.entry
+        if isinstance(entry, ToolResultEntry):
+            kinds.append(entry.tool_name)
+        elif isinstance(entry, ReminderEntry) and entry.rule == "2-action":
+            kinds.append("REMIND")
+    assert kinds == ["peek", "peek", "REMIND"]
+
+
+def test_a_new_high_risk_tool_re_reads_the_plan_and_is_logged_by_its_action(
+    tmp_path: Path,
+) -> None:
+    session = Session.create(tmp_path / "s", session_id="risk")
+    memory = WorkingMemory(session.directory)
+    memory.apply_todos([("Zap the moon", "in_progress")])
+    traits = Toolset([_Peek(), _Zap()]).traits
+    ctx = HarnessContext.of(session, memory, Workspace(tmp_path), traits)
+    recitation = PlanRecitation(ctx)
+    recitation.before_tool(ToolCall("c1", "peek", "{}"))
+    (periodic,) = recitation.before_step(1).entries
+    assert isinstance(periodic, ReminderEntry) and "(periodic)" in periodic.text
+    recitation.before_tool(ToolCall("c2", "zap", '{"target": "the moon"}'))
+    (risky,) = recitation.before_step(2).entries
+    assert isinstance(risky, ReminderEntry) and "(high-risk action)" in risky.text
+    ProgressLog(ctx, marks_strikes=False).after_tool(
+        ToolCall("c2", "zap", '{"target": "the moon"}'), ToolOutcome.ok("zapped"), None
+    )
+    assert "**Target**: `the moon`" in memory.read(PROGRESS)
+
+
+def test_undeclared_tools_are_no_plan_tools(tmp_path: Path) -> None:
+    ctx = _context(tmp_path)
+    harness = RuleHarness(ctx, default_rules(ctx, Config()))
+    outcome = ToolOutcome.ok("done", {"todos": [{"content": "x", "status": "done"}]})
+    harness.after_tool(ToolCall("c", "my_todo", "{}"), outcome, None)
+    assert ctx.memory.plan().steps == ()
