@@ -52,10 +52,13 @@ from contextengine.session.session import Session
 STUB_HEAD = "[pruned: {chars:,} chars of an older {what}, saved at {path}; read it with file_read]"
 MAX_STUB_NAMES = 120
 STUB_ESTIMATE_TOKENS = 40  # a stub's head; its names are paid for out of the saving
-ARGUMENT_MIN_CHARS = 400  # shorter call arguments (paths, commands, patterns) stay as they are
+ARGUMENT_STUB_HEAD = "[pruned: {chars:,} chars, saved at {path}]"
+ARGUMENT_MIN_CHARS = 200  # shorter call arguments (paths, commands, patterns) stay as they are
+STUB_MAX_SHARE = 0.7  # an argument whose stub is not this much shorter stays as it is
 TEXT_KEEP_CHARS = 300  # the end of a pruned reply stays: a text-protocol reply ends with its action
+TEXT_MIN_CHARS = 400  # a reply's head shorter than this stays
 
-_Stubber = Callable[[ToolCallRecord, str, str], str]
+_Stubber = Callable[[str, str], str]
 
 
 @dataclass(frozen=True)
@@ -152,22 +155,32 @@ class Pruner:
         refs: list[str] = []
         native = self._session.style.protocol == "native"
 
-        def stub(call: ToolCallRecord, where: str, value: str) -> str:
-            saved = self._externalizer.save(f"arg-{index:06d}-{call.id}-{where}", value)
-            refs.append(self._externalizer.session_relative(saved))
-            return stub_text(
-                len(value), self._externalizer.display(saved), names.new(value), what="argument"
-            )
+        def stubber(position: int) -> _Stubber:
+            def stub(where: str, value: str) -> str:
+                name = f"arg-{index:06d}-{position}-{where}"
+                held = names.new(value)
+                head = ARGUMENT_STUB_HEAD.format(
+                    chars=len(value), path=self._externalizer.display_path(name)
+                )
+                text = with_names(head, held)
+                if len(text) > len(value) * STUB_MAX_SHARE:
+                    return value  # a stub about as long as the value saves nothing
+                refs.append(
+                    self._externalizer.session_relative(self._externalizer.save(name, value))
+                )
+                return text
+
+            return stub
 
         calls = tuple(
             call.model_copy(
-                update={"arguments_json": canonical_json(_stub_values(arguments, call, stub))}
+                update={"arguments_json": canonical_json(_stub_values(arguments, stubber(k)))}
             )
             if native
             and (arguments := _arguments(call)) is not None
             and any(_long_values(arguments))
             else call
-            for call in entry.tool_calls
+            for k, call in enumerate(entry.tool_calls)
         )
         text = entry.text
         cut = _text_cut(text)
@@ -225,9 +238,13 @@ class _NameIndex:
 
 
 def stub_text(chars: int, path: str, names: Sequence[str], what: str = "output") -> str:
-    """The stub that stands for a pruned text (an ``output`` or an ``argument``): where it
-    is, and the names it held."""
-    head = STUB_HEAD.format(chars=chars, what=what, path=path)
+    """The stub that stands for a pruned text (an ``output`` or a ``reply``): where it is,
+    and the names it held."""
+    return with_names(STUB_HEAD.format(chars=chars, what=what, path=path), names)
+
+
+def with_names(head: str, names: Sequence[str]) -> str:
+    """A stub's ``head``, then the names the pruned text held (if any)."""
     if not names:
         return head
     shown = names[:MAX_STUB_NAMES]
@@ -261,7 +278,7 @@ def _text_cut(text: str) -> int:
     ``TEXT_KEEP_CHARS`` (from a line start) stay, since a text-protocol reply ends with its
     action, and the head goes only when it is long enough to be worth a stub."""
     start = len(text) - TEXT_KEEP_CHARS
-    if start < ARGUMENT_MIN_CHARS:
+    if start < TEXT_MIN_CHARS:
         return 0
     line = text.find("\n", start)
     return line + 1 if line != -1 else start
@@ -289,19 +306,17 @@ def _long_values(value: Any) -> Iterator[str]:
             yield from _long_values(item)
 
 
-def _stub_values(value: Any, call: ToolCallRecord, stub: _Stubber, where: str = "") -> Any:
-    """``value`` with each long string replaced by ``stub(call, where, string)``."""
+def _stub_values(value: Any, stub: _Stubber, where: str = "") -> Any:
+    """``value`` with each long string replaced by ``stub(where, string)``."""
     if isinstance(value, str):
-        return stub(call, where or "value", value) if len(value) >= ARGUMENT_MIN_CHARS else value
+        return stub(where or "value", value) if len(value) >= ARGUMENT_MIN_CHARS else value
     if isinstance(value, dict):
         return {
-            k: _stub_values(v, call, stub, f"{where}.{k}" if where else str(k))
-            for k, v in value.items()
+            k: _stub_values(v, stub, f"{where}.{k}" if where else str(k)) for k, v in value.items()
         }
     if isinstance(value, list):
         return [
-            _stub_values(v, call, stub, f"{where}.{n}" if where else str(n))
-            for n, v in enumerate(value)
+            _stub_values(v, stub, f"{where}.{n}" if where else str(n)) for n, v in enumerate(value)
         ]
     return value
 

@@ -14,17 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from contextengine.agent.events import RunResult
-from contextengine.agent.hooks import NOTHING, HookResult
+from contextengine.agent.hooks import NullHarness
 from contextengine.memory.plan import EMPTY_PLAN
 from contextengine.memory.rules import RuleState
 from contextengine.memory.working_memory import PLAN, WorkingMemory
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
-from contextengine.tools.base import ToolOutcome
 from contextengine.tools.traits import ToolTraits
 from contextengine.tools.workspace import Workspace
-from contextengine.types import ToolCall
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +72,7 @@ class HarnessContext:
             return None
 
 
-class Rule:
+class Rule(NullHarness):
     """One harness rule; every hook adds nothing unless the rule overrides it."""
 
     def __init__(self, ctx: HarnessContext) -> None:
@@ -83,33 +80,3 @@ class Rule:
 
     def observe(self, record: LogRecord) -> None:
         """A record was appended (the counters in ``ctx.state`` already include it)."""
-
-    def start_turn(self, user_text: str) -> HookResult:
-        """A user turn began."""
-        return NOTHING
-
-    def before_step(self, step: int) -> HookResult:
-        """A model call is about to be built."""
-        return NOTHING
-
-    def task_status(self) -> str | None:
-        """The task-status tail, if this rule recites it."""
-        return None
-
-    def before_tool(self, call: ToolCall) -> HookResult:
-        """``call`` is about to run."""
-        return NOTHING
-
-    def after_tool(
-        self, call: ToolCall, outcome: ToolOutcome, error_class: str | None
-    ) -> HookResult:
-        """``call`` ran; its result entry is appended."""
-        return NOTHING
-
-    def after_reboot(self, answer: str) -> HookResult:
-        """The model answered a reboot prompt."""
-        return NOTHING
-
-    def end_turn(self, result: RunResult) -> HookResult:
-        """The turn ended with ``result``."""
-        return NOTHING
