@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from contextengine import MODES, ConfigError, ToolMask
+from contextengine.codemap.tool import with_code_map
+from contextengine.memory.tools import with_memory_tools
 from contextengine.tools.base import ToolOutcome
+from contextengine.tools.context import ToolContext
 from contextengine.tools.modes import MODE_NAMES, MaskRules, mode_mask, mode_of
-from contextengine.tools.registry import default_toolset
+from contextengine.tools.registry import Toolset, default_toolset
+from contextengine.tools.traits import ToolTraits
 
 # Today's tools, the memory tools, and tools other parts add later: prefixes place them.
 TOOLS = (
@@ -59,8 +66,9 @@ def test_the_six_presets_are_named_as_in_the_seed() -> None:
 
 @pytest.mark.parametrize("name", MODE_NAMES)
 def test_each_preset_allows_its_groups_and_lets_the_model_answer(name: str) -> None:
-    mask = MODES[name]
-    assert set(mask.allowed_names(TOOLS)) == EXPECTED[name]
+    tools = with_code_map(with_memory_tools(default_toolset()))
+    mask = MaskRules(enabled=True, tools=tools).in_force(MODES[name])
+    assert mask is not None and set(mask.allowed_names(TOOLS)) == EXPECTED[name]
     assert mask.mode == "auto"
 
 
@@ -100,7 +108,7 @@ def todo_outcome(*statuses: str) -> ToolOutcome:
 
 
 def test_a_finished_plan_lets_a_call_requiring_mask_answer() -> None:
-    rules = MaskRules(enabled=True)
+    rules = MaskRules(enabled=True, tools=default_toolset())
     required = ToolMask.only("file_", "todo_")  # mode "specified"
     assert rules.in_force(required) == required
     rules.observe("todo_write", todo_outcome("done", "in_progress"))
@@ -118,7 +126,7 @@ def test_a_finished_plan_lets_a_call_requiring_mask_answer() -> None:
 
 
 def test_masking_off_means_no_mask_at_all() -> None:
-    rules = MaskRules(enabled=False)
+    rules = MaskRules(enabled=False, tools=default_toolset())
     assert rules.in_force(MODES["CHAT"]) is None
     assert rules.in_force(ToolMask.only("file_read")) is None
 
@@ -132,7 +140,7 @@ masks = st.builds(
 
 @given(mask=masks, statuses=st.lists(st.sampled_from(["pending", "in_progress", "done"])))
 def test_state_rules_never_allow_a_tool_the_agents_mask_refuses(mask, statuses) -> None:
-    rules = MaskRules(enabled=True)
+    rules = MaskRules(enabled=True, tools=default_toolset())
     rules.observe("todo_write", todo_outcome(*statuses))
     in_force = rules.in_force(mask)
     assert in_force is not None
@@ -143,3 +151,27 @@ def test_the_default_toolset_has_a_tool_in_every_preset_but_chat() -> None:
     names = default_toolset().names
     for name in MODE_NAMES:
         assert bool(MODES[name].allowed_names(names)) is (name != "CHAT")
+
+
+class _Outline:
+    """A new read tool: it declares category read and names no mode."""
+
+    name: ClassVar[str] = "outline"
+    description: ClassVar[str] = "Outline a file."
+    traits: ClassVar[ToolTraits] = ToolTraits(category="read")
+
+    class Args(BaseModel):
+        path: str
+
+    def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutcome:
+        return ToolOutcome.ok("outline")
+
+
+def test_a_new_read_tool_is_allowed_where_reading_is_by_its_traits_alone() -> None:
+    tools = Toolset([*(default_toolset().get(n) for n in default_toolset().names), _Outline()])
+    rules = MaskRules(enabled=True, tools=tools)
+    for mode in ("THINKING", "KNOWLEDGE"):
+        allowed = rules.in_force(MODES[mode]).allowed_names(tools.names)
+        assert {"outline", "file_read", "file_grep"} <= set(allowed)
+        assert "file_write" not in allowed and "shell_exec" not in allowed
+    assert "outline" not in rules.in_force(MODES["SEARCH"]).allowed_names(tools.names)

@@ -124,7 +124,7 @@ class Agent:
         self.ask_human = ask_human
         # The mask the agent works under (its mode); MaskRules adds the state rules.
         self.mask = mask
-        self.mask_rules = MaskRules(self.config.flag("masking"))
+        self.mask_rules = MaskRules(self.config.flag("masking"), self.toolset)
         self.calls = ModelCalls(
             parts.provider, self.session.layout, self.config.record_requests, self.gauge
         )

@@ -26,17 +26,36 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
 from contextengine.errors import ConfigError
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.mask import ToolMask
+from contextengine.tools.traits import ToolTraits
 
 ModeName = Literal["CHAT", "CODE", "SEARCH", "THINKING", "KNOWLEDGE", "DEEP_RESEARCH"]
 MODE_NAMES: tuple[str, ...] = get_args(ModeName)
 
-READ_TOOLS = ("file_read", "file_ls", "file_glob", "file_grep", "code_map")
-"""The workspace tools that only read."""
+CATEGORY_MARK = "@"
+"""A mask entry ``@<category>`` stands for every tool whose traits give that category."""
+
+READ = f"{CATEGORY_MARK}read"
+"""The tools that only read (``file_read``, ``file_grep``, ``code_map`` ... any tool that
+declares category ``read``)."""
+
+
+class ToolCatalog(Protocol):
+    """The tools a mask is resolved against: their names and what each declares."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tool names."""
+        ...
+
+    def traits(self, name: str) -> ToolTraits:
+        """What the tool called ``name`` declares about itself."""
+        ...
+
 
 NO_TOOLS = ToolMask(allow=(), mode="auto")
 """Answer in text, call nothing (side calls: the compaction summary, the 3-strike reboot)."""
@@ -46,8 +65,8 @@ MODES: Mapping[str, ToolMask] = MappingProxyType(
         "CHAT": ToolMask(allow=()),
         "CODE": ToolMask(allow=("file_", "code_", "shell_", "todo_", "memory_")),
         "SEARCH": ToolMask(allow=("web_", "todo_", "memory_")),
-        "THINKING": ToolMask(allow=("memory_", "todo_", "web_search", *READ_TOOLS)),
-        "KNOWLEDGE": ToolMask(allow=(*READ_TOOLS, "web_search", "memory_")),
+        "THINKING": ToolMask(allow=("memory_", "todo_", "web_search", READ)),
+        "KNOWLEDGE": ToolMask(allow=(READ, "web_search", "memory_")),
         "DEEP_RESEARCH": ToolMask(
             allow=("web_", "file_", "code_", "shell_", "todo_", "memory_", "agent_")
         ),
@@ -80,25 +99,40 @@ class MaskRules:
     2. The 3-strike reboot request and the compaction summary request use ``NO_TOOLS``
        (the agent loop builds them): the reboot's five answers are text and are recorded
        without calls, so a tool allowed there could never run.
-    3. Once ``todo_write`` has marked every step of the plan done, a mask that requires a
-       call relaxes to ``auto``: the model may answer.
+    3. Once a plan tool's todo list (``todo_write``) has marked every step done, a mask
+       that requires a call relaxes to ``auto``: the model may answer.
     4. Otherwise the agent's mask as set (``agent.mask`` / ``agent.set_mode``).
     """
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, tools: ToolCatalog) -> None:
         self.enabled = enabled
         self.plan_done = False
+        self._tools = tools
 
     def observe(self, tool_name: str, outcome: ToolOutcome) -> None:
-        """Track the plan's state from a tool's outcome."""
-        if tool_name == "todo_write" and outcome.status == "success":
-            todos = outcome.data.get("todos") or ()
+        """Track the plan's state from a plan tool's todo list."""
+        plan_tool = self._tools.traits(tool_name).category == "plan"
+        if plan_tool and outcome.status == "success" and "todos" in outcome.data:
+            todos = outcome.data["todos"] or ()
             self.plan_done = bool(todos) and all(t.get("status") == "done" for t in todos)
 
     def in_force(self, mask: ToolMask | None) -> ToolMask | None:
-        """The mask the next main request and the guard use."""
+        """The mask the next main request and the guard use (category entries resolved
+        to the tools that declare them)."""
         if not self.enabled or mask is None:
             return None
+        mask = self._resolved(mask)
         if self.plan_done and mask.mode != "auto":
             return ToolMask(mask.allow, "auto")
         return mask
+
+    def _resolved(self, mask: ToolMask) -> ToolMask:
+        if mask.allow is None or not any(a.startswith(CATEGORY_MARK) for a in mask.allow):
+            return mask
+        kept = tuple(a for a in mask.allow if not a.startswith(CATEGORY_MARK))
+        declared = tuple(
+            name
+            for name in self._tools.names
+            if CATEGORY_MARK + self._tools.traits(name).category in mask.allow and name not in kept
+        )
+        return ToolMask(kept + declared, mask.mode)
