@@ -16,7 +16,7 @@ from contextengine.agent.events import (
     UsageEvent,
 )
 from contextengine.agent.usage_log import UsageRecord
-from contextengine.cli import EventPrinter
+from contextengine.cli_printer import EventPrinter
 from contextengine.measure.report import call_events
 
 ANSWER = "Fixed **greet.py**:\n\n- the typo\n- the test"

@@ -40,7 +40,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "compress memory providers",
         "agent",
         "measure",
-        "server demo",
+        "server demo cli_printer",
         "proxy",
         "cli",
         "__main__",

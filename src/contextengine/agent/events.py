@@ -93,8 +93,9 @@ class CompactionEvent(_Event):
 
 @dataclass(frozen=True)
 class PruneEvent(_Event):
-    """Old tool results became stubs (R7.8): how many, tokens saved, the expected payback
-    (in model calls) and the session's model calls before it."""
+    """Old context became stubs (R7.8): how many entries (tool results, and replies whose
+    long arguments or reasoning were stubbed), tokens saved, the expected payback (in model
+    calls) and the session's model calls before it."""
 
     type: ClassVar[str] = "prune"
     results: int
