@@ -1,0 +1,128 @@
+"""Anthropic's Messages stream, event by event, into our reply events and one reply."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextengine.providers.wire import canonical_arguments, text_field, token_count
+from contextengine.types import (
+    FinishReason,
+    ModelReply,
+    ReasoningDelta,
+    ReplyEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+Block = dict[str, Any]
+_STOP: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+}
+
+
+@dataclass
+class _Block:
+    kind: str
+    id: str = ""
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+    signature: list[str] = field(default_factory=list)
+    data: str = ""
+
+    def provider_item(self) -> Block:
+        """This thinking block as the API needs it back."""
+        if self.kind == "redacted_thinking":
+            return {"type": "redacted_thinking", "data": self.data}
+        return {
+            "type": "thinking",
+            "thinking": "".join(self.parts),
+            "signature": "".join(self.signature),
+        }
+
+
+class MessageAccumulator:
+    """Collects streamed Messages events into one reply."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, _Block] = {}
+        self.stop: str | None = None
+        self.stopped = False
+        self.usage: dict[str, int] = {}
+
+    def add(self, event: Any) -> Sequence[ReplyEvent]:
+        kind = event.type
+        if kind == "message_start":
+            self._usage(event.message.usage)
+        elif kind == "message_delta":
+            self.stop = text_field(event.delta.stop_reason or self.stop or "")
+            self._usage(event.usage)
+        elif kind == "content_block_start":
+            block = event.content_block
+            self.blocks[event.index] = _Block(
+                text_field(block.type),
+                text_field(getattr(block, "id", None) or ""),
+                text_field(getattr(block, "name", None) or ""),
+                data=text_field(getattr(block, "data", None) or ""),
+            )
+        elif kind == "content_block_delta":
+            return self._delta(self.blocks[event.index], event.delta)
+        elif kind == "message_stop":
+            self.stopped = True
+        return ()
+
+    def _delta(self, block: _Block, delta: Any) -> Sequence[ReplyEvent]:
+        if delta.type == "text_delta":
+            block.parts.append(text_field(delta.text))
+            return (TextDelta(delta.text),)
+        if delta.type == "thinking_delta":
+            block.parts.append(text_field(delta.thinking))
+            return (ReasoningDelta(delta.thinking),)
+        if delta.type == "signature_delta":
+            block.signature.append(text_field(delta.signature))
+        if delta.type == "input_json_delta":
+            block.parts.append(text_field(delta.partial_json))
+        return ()
+
+    def _usage(self, usage: Any) -> None:
+        # message_delta repeats the counters cumulatively; the latest non-null value wins.
+        for name in (
+            "input_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+            "output_tokens",
+        ):
+            value = getattr(usage, name, None)
+            if value is not None:
+                self.usage[name] = token_count(value)
+
+    def reply(self, model: str, latency_s: float) -> ModelReply:
+        ordered = [b for _, b in sorted(self.blocks.items())]
+        calls = tuple(
+            ToolCall(b.id, b.name, canonical_arguments("".join(b.parts) or "{}"))
+            for b in ordered
+            if b.kind == "tool_use"
+        )
+        read = self.usage.get("cache_read_input_tokens", 0)
+        written = self.usage.get("cache_creation_input_tokens", 0)
+        return ModelReply(
+            content="".join("".join(b.parts) for b in ordered if b.kind == "text"),
+            tool_calls=calls,
+            reasoning="".join("".join(b.parts) for b in ordered if b.kind == "thinking"),
+            usage=Usage(
+                input_tokens=self.usage.get("input_tokens", 0) + read + written,
+                cached_tokens=read,
+                cache_write_tokens=written,
+                output_tokens=self.usage.get("output_tokens", 0),
+                latency_s=latency_s,
+                model=model,
+            ),
+            finish_reason=_STOP.get(self.stop or "end_turn", "other"),
+            provider_items=tuple(b.provider_item() for b in ordered if b.kind in THINKING_BLOCKS),
+        )
