@@ -9,7 +9,7 @@ from contextengine.errors import ConfigError
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
-from contextengine.tools.registry import Toolset, default_toolset
+from contextengine.tools.registry import Toolset, declared_defaults, default_toolset
 from contextengine.types import ToolCall
 
 BUILTINS = (
@@ -36,6 +36,20 @@ class Boom:
 
     def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutcome:
         raise KeyError("missing piece")
+
+
+def test_a_tool_is_a_default_by_declaring_it_in_its_own_module(tmp_path, monkeypatch) -> None:
+    package = tmp_path / "more_tools"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    tool = "class {name}:\n    name = '{tool}'\n{default}"
+    (package / "alpha.py").write_text(tool.format(name="Alpha", tool="alpha", default=""))
+    (package / "beta.py").write_text(
+        tool.format(name="Beta", tool="beta", default="    default = True\n")
+        + "class Helper:\n    default = 'yes'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert [cls.__name__ for cls in declared_defaults("more_tools")] == ["Beta"]
 
 
 def test_default_toolset_names_and_specs() -> None:

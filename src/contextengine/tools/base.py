@@ -91,7 +91,11 @@ class ToolOutcome:
 
 
 class Tool(Protocol):
-    """A tool: a name, a description, a pydantic argument model and ``run``."""
+    """A tool: a name, a description, a pydantic argument model and ``run``.
+
+    A tool class may also declare ``traits`` (``tools.traits``) and, in this package,
+    ``default: ClassVar[bool] = True`` to be one of ``default_toolset()``'s tools.
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]

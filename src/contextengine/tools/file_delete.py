@@ -40,6 +40,7 @@ class FileDelete(FileTool):
     """``file_delete``: move one file of the workspace to the session's trash."""
 
     name: ClassVar[str] = "file_delete"
+    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="write", risk="high", compressor="other")
     description: ClassVar[str] = (
         "Delete one file of the workspace (not a folder). The file is moved to the "

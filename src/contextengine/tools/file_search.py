@@ -60,6 +60,7 @@ class FileLs(FileTool):
     """``file_ls``: the entries of a directory, sorted, with type and size."""
 
     name: ClassVar[str] = "file_ls"
+    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="ls")
     description: ClassVar[str] = "List a directory: entries with type and size."
 
@@ -126,6 +127,7 @@ class FileGlob(FileTool):
     """``file_glob``: workspace paths matching a glob pattern, sorted."""
 
     name: ClassVar[str] = "file_glob"
+    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="glob")
     description: ClassVar[str] = "Workspace paths matching a glob such as `src/**/*.py`, sorted."
 
@@ -197,6 +199,7 @@ class FileGrep(FileTool):
     """``file_grep``: lines matching a Python regular expression, as ``file:line:text``."""
 
     name: ClassVar[str] = "file_grep"
+    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="grep")
     description: ClassVar[str] = (
         "Search lines of text files (in `path`, a file or folder; default all) for a Python "

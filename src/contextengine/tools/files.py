@@ -118,6 +118,7 @@ class FileRead(FileTool):
     """``file_read``: numbered lines of a text file, with its mtime (R7.6)."""
 
     name: ClassVar[str] = "file_read"
+    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="read")
     description: ClassVar[str] = (
         "Read a text file as numbered lines; start_line/end_line (1-based, inclusive) read "
@@ -199,6 +200,7 @@ class FileWrite(FileTool):
     """``file_write``: create or overwrite a file with the given content."""
 
     name: ClassVar[str] = "file_write"
+    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(
         category="write", risk="overwrite", compressor="write"
     )
@@ -248,6 +250,7 @@ class FileEdit(FileTool):
     """``file_edit``: exact text replacement, one edit or several applied all-or-nothing."""
 
     name: ClassVar[str] = "file_edit"
+    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="write", compressor="edit")
     description: ClassVar[str] = (
         "Replace old_text (exact, once unless replace_all) with new_text in a file; `edits` "

@@ -7,8 +7,11 @@ tool become error observations too, so nothing a model does can crash the loop.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import traceback
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -16,16 +19,9 @@ from pydantic import BaseModel, ValidationError
 from contextengine.errors import ConfigError
 from contextengine.tools.base import Tool, ToolOutcome
 from contextengine.tools.context import ToolContext
-from contextengine.tools.file_delete import FileDelete
-from contextengine.tools.file_search import FileGlob, FileGrep, FileLs
-from contextengine.tools.files import FileEdit, FileRead, FileWrite
 from contextengine.tools.mask import ToolMask
-from contextengine.tools.shell import ShellExec
 from contextengine.tools.spec import ToolSpec
-from contextengine.tools.todo import TodoWrite
 from contextengine.tools.traits import ToolTraits, traits_of
-from contextengine.tools.web_fetch import WebFetch
-from contextengine.tools.web_search import WebSearch
 from contextengine.types import ToolCall
 
 
@@ -154,20 +150,26 @@ def _says_nothing(node: dict[str, Any]) -> bool:
 
 
 def default_toolset() -> Toolset:
-    """The built-in tools: file read/write/edit/delete/ls/glob/grep, shell_exec,
-    todo_write, web_fetch and web_search."""
-    return Toolset(
-        [
-            FileRead(),
-            FileWrite(),
-            FileEdit(),
-            FileDelete(),
-            FileLs(),
-            FileGlob(),
-            FileGrep(),
-            ShellExec(),
-            TodoWrite(),
-            WebFetch(),
-            WebSearch(),
+    """The built-in tools: every tool class of this package that declares ``default =
+    True`` (file read/write/edit/delete/ls/glob/grep, shell_exec, todo_write, web_fetch and
+    web_search). A tool joins every request's tool list, so it opts in where it is
+    written: adding one touches its own module."""
+    return Toolset([tool() for tool in declared_defaults(__package__ or "contextengine.tools")])
+
+
+@cache
+def declared_defaults(package_name: str) -> tuple[type[Any], ...]:
+    """The classes defined in ``package_name``'s modules that declare ``default = True``
+    (modules by name, classes in the order their module defines them)."""
+    package = importlib.import_module(package_name)
+    found: list[type[Any]] = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        found += [
+            value
+            for value in vars(module).values()
+            if isinstance(value, type)
+            and value.__module__ == module.__name__
+            and vars(value).get("default") is True
         ]
-    )
+    return tuple(found)

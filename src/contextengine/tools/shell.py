@@ -75,6 +75,7 @@ class ShellExec:
     """``shell_exec``: run ``bash -c COMMAND`` in the workspace."""
 
     name: ClassVar[str] = "shell_exec"
+    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(
         category="exec", risk="high", compressor="shell", action_key="command"
     )

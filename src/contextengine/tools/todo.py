@@ -31,6 +31,7 @@ class TodoWrite:
     """``todo_write``: replace the todo list with the given one."""
 
     name: ClassVar[str] = "todo_write"
+    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="plan", compressor="todo")
     description: ClassVar[str] = (
         "Replace the todo list (your plan) with this full list; keep one step in_progress."

@@ -25,6 +25,7 @@ class WebFetch:
     """``web_fetch``: GET a page (robots.txt honoured) and return its main text."""
 
     name: ClassVar[str] = "web_fetch"
+    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="web", compressor="other")
     description: ClassVar[str] = (
         "Fetch a web page (http/https) and return its main content as markdown text. "

@@ -132,6 +132,7 @@ class WebSearch:
     """``web_search``: ranked results (title, URL, snippet) from the configured backend."""
 
     name: ClassVar[str] = "web_search"
+    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="web", compressor="other")
     description: ClassVar[str] = (
         "Search the web. Returns numbered results with title, URL and snippet; "
