@@ -231,6 +231,32 @@ def test_generation_settings_from_the_command_line_and_the_config(tmp_path):
     assert_one_line_error(bad, "--reasoning-effort")
 
 
+def test_version_prints_the_installed_version():
+    from importlib.metadata import version
+
+    done = run_cli("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"contextengine {version('contextengine')}"
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_the_api_key_reaches_a_self_hosted_server(tmp_path, how):
+    from providers.fake_servers import FakeModelServer
+
+    answer = [{"content": "A complete answer, without any tool."}]
+    with FakeModelServer("openai", answer) as fake:
+        common = ["run", "hi", "-p", "vllm", "-m", "m", "--base-url", fake.base_url]
+        if how == "flag":
+            done = run_cli(*common, "-w", str(tmp_path), "--api-key", "sk-local-1")
+        else:
+            done = run_cli(
+                *common, "-w", str(tmp_path), env={"CONTEXTENGINE_API_KEY": "sk-local-1"}
+            )
+        assert done.returncode == 0, done.stderr
+        (request,) = fake.answered
+    assert request.headers["authorization"] == "Bearer sk-local-1"
+
+
 def test_resume_chooses_the_recorded_provider_model_and_url_again(tmp_path):
     from providers.fake_servers import FakeModelServer
 

@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
 from enum import Enum
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Annotated, NoReturn, get_args
 
@@ -44,6 +45,23 @@ app = typer.Typer(
 )
 out = Console(highlight=False, soft_wrap=True)
 
+
+def _show_version(value: bool) -> None:
+    if value:
+        out.print(f"contextengine {package_version('contextengine')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", callback=_show_version),
+    ] = False,
+) -> None:
+    """Context engineering engine and agent harness."""
+
+
 PROVIDER_HELP = "Provider: " + ", ".join(PROVIDER_NAMES) + " (local: --model is a GGUF path)."
 
 ProviderOption = Annotated[str, typer.Option("--provider", "-p", help=PROVIDER_HELP)]
@@ -56,6 +74,14 @@ TimeoutOption = Annotated[
     float | None,
     typer.Option(
         "--timeout", help="Seconds a model call may wait for its next bytes (default 120)."
+    ),
+]
+ApiKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        help="API key for the provider (a self-hosted server's --api-key; default: the "
+        "CONTEXTENGINE_API_KEY setting, then OPENAI_API_KEY / ANTHROPIC_API_KEY).",
     ),
 ]
 RetriesOption = Annotated[
@@ -127,6 +153,7 @@ def run(
     config: ConfigOption = None,
     timeout: TimeoutOption = None,
     retries: RetriesOption = None,
+    api_key: ApiKeyOption = None,
     mode: Annotated[
         ModeChoice | None,
         typer.Option(
@@ -156,7 +183,7 @@ def run(
         "temperature": temperature,
         "reasoning_effort": reasoning_effort and reasoning_effort.value,
     }
-    settings = _settings(config, timeout, retries, **generation)
+    settings = _settings(config, timeout, retries, api_key=api_key, **generation)
     # A resumed session chooses its recorded provider again; flags given here win.
     recorded = read_meta(resume) if resume is not None else None
     choice = (recorded.provider if recorded else ProviderChoice()).overridden(
@@ -207,6 +234,7 @@ def serve(
     ] = None,
     timeout: TimeoutOption = None,
     retries: RetriesOption = None,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """Serve the HTTP API (SSE events) and the web UI for sessions in a workspace."""
     try:
@@ -217,7 +245,7 @@ def serve(
             "the server needs its extra: pip install 'contextengine[server]'"
         ) from exc
 
-    settings = _settings(config, timeout, retries)
+    settings = _settings(config, timeout, retries, api_key=api_key)
     _provider(provider, model, base_url, settings)  # a bad name, model or key fails now
     application = create_app(
         workspace,
@@ -259,6 +287,7 @@ def _provider(name: str, model: str | None, base_url: str | None, settings: Conf
         name,
         model,
         base_url=base_url,
+        api_key=settings.api_key,
         timeout_s=settings.request_timeout_s,
         max_retries=settings.max_retries,
         context_window=settings.context_window,

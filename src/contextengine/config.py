@@ -160,6 +160,12 @@ class Config(BaseModel):
     web_search_url: str | None = Field(
         None, description="Base URL of the SearXNG instance (or of a Brave API proxy)."
     )
+    api_key: str | None = Field(
+        None,
+        repr=False,
+        description="API key for the model provider (a self-hosted server's key, or instead of "
+        "OPENAI_API_KEY / ANTHROPIC_API_KEY); best set as CONTEXTENGINE_API_KEY.",
+    )
     web_search_key: str | None = Field(
         None, description="API key of the hosted search backend (brave)."
     )
