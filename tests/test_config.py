@@ -71,6 +71,13 @@ def test_bad_env_values_are_errors():
         Config.load(env={"CONTEXTENGINE_NOPE": "1"})
 
 
+def test_the_tooling_variables_docs_name_are_no_settings_and_no_errors():
+    env = {"CONTEXTENGINE_VLLM_PYTHON": "/opt/vllm/bin/python", "CONTEXTENGINE_STRESS": "1"}
+    assert Config.load(env=env) == Config()
+    assert Config.load(env={"CONTEXTENGINE_API_KEY": "sk-1"}).api_key == "sk-1"
+    assert "sk-1" not in repr(Config(api_key="sk-1")), "the key never shows in a repr"
+
+
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         Config.load(tmp_path / "absent.toml", env={})

@@ -24,6 +24,8 @@ HistoryMode = Literal["compressed", "full", "round_scratchpad"]
 
 ENV_PREFIX = "CONTEXTENGINE_"
 CONFIG_ENV = "CONTEXTENGINE_CONFIG"
+TOOLING_ENV = frozenset({"CONTEXTENGINE_VLLM_PYTHON", "CONTEXTENGINE_STRESS"})
+"""Variables with the settings' prefix that the benchmarks and tests read, not a session."""
 
 COMPONENT_FLAGS: tuple[str, ...] = (
     "scrub",
@@ -271,7 +273,7 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
     known = set(Config.model_fields)
     out: dict[str, Any] = {}
     for key, value in env.items():
-        if not key.startswith(ENV_PREFIX) or key == CONFIG_ENV:
+        if not key.startswith(ENV_PREFIX) or key == CONFIG_ENV or key in TOOLING_ENV:
             continue
         name = key[len(ENV_PREFIX) :].lower()
         if name not in known:
