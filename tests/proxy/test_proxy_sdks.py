@@ -8,6 +8,7 @@ must read back with ``contextengine profile``.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -55,7 +56,12 @@ def _anthropic(proxy: LiveProxy) -> anthropic.Anthropic:
     return anthropic.Anthropic(api_key="ak-test-key", base_url=proxy.url, max_retries=0)
 
 
-def _captured(proxy: LiveProxy) -> list[dict]:
+def _captured(proxy: LiveProxy, calls: int) -> list[dict]:
+    # The proxy hands a call to its recorder after the response has gone out, so the
+    # client can hold the reply a moment before the call is even submitted.
+    deadline = time.monotonic() + 10
+    while proxy.recorder.recorded < calls and time.monotonic() < deadline:
+        time.sleep(0.01)
     proxy.recorder.drain()
     assert proxy.recorder.log is not None
     return [json.loads(line) for line in proxy.recorder.log.read_text().splitlines()]
@@ -86,7 +92,7 @@ def _chat_turns(client: openai.OpenAI, stream: bool) -> list[str]:
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_chat_through_the_proxy(upstream: Upstream, proxy: LiveProxy, stream: bool) -> None:
     assert _chat_turns(_openai(proxy), stream) == [REPLY, REPLY]
-    captured = _captured(proxy)
+    captured = _captured(proxy, 2)
     assert len(upstream.received) == len(captured) == 2
     for got, line in zip(upstream.received, captured):
         assert got.path == "/v1/chat/completions"
@@ -112,7 +118,7 @@ def test_openai_responses_through_the_proxy(
     else:
         text = client.responses.create(model="gpt-5", instructions=SYSTEM, input="hi").output_text
     assert text == REPLY
-    (line,) = _captured(proxy)
+    (line,) = _captured(proxy, 1)
     (got,) = upstream.received
     assert got.path == "/v1/responses"
     assert json.loads(got.body) == line["request"]
@@ -136,7 +142,7 @@ def test_anthropic_messages_through_the_proxy(
     else:
         text = client.messages.create(**ask).content[0].text
     assert text == REPLY
-    (line,) = _captured(proxy)
+    (line,) = _captured(proxy, 1)
     (got,) = upstream.received
     assert got.path == "/v1/messages"
     key = got.headers.get("x-api-key") or got.headers["authorization"]  # SDK versions differ
@@ -225,7 +231,7 @@ def test_concurrent_calls_lose_no_body(upstream: Upstream, proxy: LiveProxy) -> 
         replies = list(pool.map(ask, range(40)))
     assert all("upstream" in r for r in replies)
     sent = sorted(got.body for got in upstream.received)
-    captured = _captured(proxy)
+    captured = _captured(proxy, 40)
     assert len(sent) == len(captured) == 40
     assert (
         sorted(json.dumps(line["request"], separators=(",", ":")).encode() for line in captured)
