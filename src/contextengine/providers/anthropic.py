@@ -50,9 +50,9 @@ from contextengine.providers.wire import (
     Generation,
     ToolChoice,
     arguments_object,
-    brief_error,
     check_params,
     plain_text,
+    read_stream,
     require_api_key,
     resolve_tool_choice,
 )
@@ -145,13 +145,9 @@ class AnthropicProvider(StreamingProvider):
             )
         except anthropic.AnthropicError as exc:
             raise sdk_error(exc, where, anthropic) from exc
-        try:
-            with stream:
-                for event in stream:
-                    yield from acc.add(event)
-            reply = acc.reply(self.model, time.monotonic() - started)
-        except Exception as exc:  # the SDK, its HTTP library or a field: the reply is broken
-            raise BrokenReplyError(f"{where}: broken reply stream: {brief_error(exc)}") from exc
+        reply = yield from read_stream(
+            stream, acc.add, lambda: acc.reply(self.model, time.monotonic() - started), where
+        )
         if not acc.stopped:
             raise BrokenReplyError(f"{where}: the reply stream ended before message_stop")
         yield ReplyDone(reply)

@@ -31,10 +31,10 @@ from contextengine.providers.wire import (
     DEFAULT_TIMEOUT_S,
     Generation,
     ToolChoice,
-    brief_error,
     canonical_arguments,
     chat_messages,
     check_params,
+    read_stream,
     require_api_key,
     resolve_tool_choice,
     text_field,
@@ -177,15 +177,13 @@ def stream_chat(
         )
     except openai.OpenAIError as exc:
         raise sdk_error(exc, where, openai) from exc
-    try:
-        with stream:
-            for chunk in stream:
-                for event in acc.add(chunk):
-                    if show_text or not isinstance(event, TextDelta):
-                        yield event
-        reply = acc.reply(model, time.monotonic() - started)
-    except Exception as exc:  # the SDK, its HTTP library or a field: the reply is broken
-        raise BrokenReplyError(f"{where}: broken reply stream: {brief_error(exc)}") from exc
+
+    def shown(chunk: Any) -> Iterator[ReplyEvent]:
+        return (e for e in acc.add(chunk) if show_text or not isinstance(e, TextDelta))
+
+    reply = yield from read_stream(
+        stream, shown, lambda: acc.reply(model, time.monotonic() - started), where
+    )
     if acc.finish is None:
         raise BrokenReplyError(f"{where}: the reply stream ended before its finish_reason")
     yield ReplyDone(reply)

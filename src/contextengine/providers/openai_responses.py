@@ -32,11 +32,11 @@ from contextengine.providers.wire import (
     DEFAULT_TIMEOUT_S,
     Generation,
     ToolChoice,
-    brief_error,
     canonical_arguments,
     check_params,
     one_line,
     plain_text,
+    read_stream,
     require_api_key,
     resolve_tool_choice,
     text_field,
@@ -150,13 +150,9 @@ class OpenAIResponsesProvider(StreamingProvider):
             )
         except openai.OpenAIError as exc:
             raise sdk_error(exc, where, openai) from exc
-        try:
-            with stream:
-                for event in stream:
-                    yield from acc.add(event)
-            reply = acc.reply(self.model, time.monotonic() - started)
-        except Exception as exc:  # the SDK, its HTTP library or a field: the reply is broken
-            raise BrokenReplyError(f"{where}: broken reply stream: {brief_error(exc)}") from exc
+        reply = yield from read_stream(
+            stream, acc.add, lambda: acc.reply(self.model, time.monotonic() - started), where
+        )
         if acc.failure is not None:
             raise ProviderError(f"{where}: the response failed: {acc.failure}")
         if reply is None:

@@ -7,16 +7,18 @@ its own wire format; tool-call arguments are normalized the same way everywhere.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from contextengine.canonical import canonical_json
 from contextengine.context.request import Request
-from contextengine.errors import ConfigError, MissingAPIKeyError, ProviderError
+from contextengine.errors import BrokenReplyError, ConfigError, MissingAPIKeyError, ProviderError
 from contextengine.session.render import PROVIDER_ITEMS
-from contextengine.types import ReasoningEffort
+from contextengine.types import ReasoningEffort, ReplyEvent
 from contextengine.untrusted import parse_json, valid_text
+
+T = TypeVar("T")
 
 ChoiceKind = Literal["none", "auto", "required"]
 
@@ -139,6 +141,24 @@ def plain_text(content: Any) -> str:
 def one_line(text: object) -> str:
     """``text`` on a single line, for error messages built from server replies."""
     return valid_text(" ".join(str(text).split()))
+
+
+def read_stream(
+    stream: Any,
+    add: Callable[[Any], Iterable[ReplyEvent]],
+    finish: Callable[[], T],
+    where: str,
+) -> Generator[ReplyEvent, None, T]:
+    """Yield what ``add`` makes of each event of an SDK ``stream``, then return
+    ``finish()``; anything failing on the way (the SDK, its HTTP library, a field) is a
+    ``BrokenReplyError``: the call was answered, the reply is broken."""
+    try:
+        with stream:
+            for event in stream:
+                yield from add(event)
+        return finish()
+    except Exception as exc:
+        raise BrokenReplyError(f"{where}: broken reply stream: {brief_error(exc)}") from exc
 
 
 def brief_error(exc: BaseException, limit: int = 200) -> str:
