@@ -84,6 +84,7 @@ class Pruner:
         self._session = session
         self._config = config
         self._externalizer = externalizer
+        self._savings: dict[int, int] = {}  # log index -> what stubbing it saves (it never changes)
 
     def decide(self) -> PruneDecision | None:
         """The batch worth pruning now, or ``None`` when no batch pays for its rewrite."""
@@ -204,18 +205,29 @@ class Pruner:
             for r in live
             if isinstance(r.entry, ToolResultEntry) and r.entry.status == "error"
         }
-        native = self._session.style.protocol == "native"
         records = self._session.records
         out: list[_Candidate] = []
         position = 0
         for record in live:
             size = sum(count_tokens(c) for c in record.chunks)
             if record.index not in protected and records[record.index] is record:
-                saving = _saving(record.entry, failed, native)
+                saving = self._saving(record, failed)
                 if saving >= self._config.prune_min_tokens:
                     out.append(_Candidate(position, record, saving))
             position += size
         return out, position
+
+    def _saving(self, record: LogRecord, failed: set[str]) -> int:
+        """Tokens stubbing the log's ``record`` would save; none for a reply whose call
+        failed (R5.1). Worked out once a record, not on every step."""
+        entry = record.entry
+        if isinstance(entry, AssistantEntry) and any(c.id in failed for c in entry.tool_calls):
+            return 0
+        saving = self._savings.get(record.index)
+        if saving is None:
+            native = self._session.style.protocol == "native"
+            saving = self._savings[record.index] = _stub_saving(entry, native)
+        return saving
 
     def _saved_copy(self, index: int, entry: ToolResultEntry) -> Path:
         """The artifact holding what the result showed; written now if it has none."""
@@ -252,14 +264,14 @@ def with_names(head: str, names: Sequence[str]) -> str:
     return f"{head}\nnames: {', '.join(shown)}{more}"
 
 
-def _saving(entry: object, failed: set[str], native: bool) -> int:
-    """Tokens stubbing ``entry`` would save: a successful result's, or a reply's (none of
-    whose calls failed) long text and, where calls are sent as calls, long arguments."""
+def _stub_saving(entry: object, native: bool) -> int:
+    """Tokens stubbing ``entry`` would save: a successful result's, or a reply's long text
+    and, where calls are sent as calls, long arguments (errors stay whole: 0)."""
     if isinstance(entry, ToolResultEntry):
         if entry.status != "success":
             return 0
         return count_tokens(entry.content) - STUB_ESTIMATE_TOKENS
-    if not isinstance(entry, AssistantEntry) or any(c.id in failed for c in entry.tool_calls):
+    if not isinstance(entry, AssistantEntry):
         return 0
     cut = _text_cut(entry.text)
     saving = count_tokens(entry.text[:cut]) - STUB_ESTIMATE_TOKENS if cut else 0
