@@ -7,7 +7,7 @@ import pytest
 
 from contextengine import Config, ContextEngineError
 from contextengine.session.folders import create_session, sessions_root, workspace_sessions
-from contextengine.session.meta import META_FILE, ProviderChoice, load_meta, read_meta
+from contextengine.session.meta import META_FILE, ProviderChoice, SessionMeta, load_meta, read_meta
 from contextengine.session.render import RenderStyle
 
 
@@ -31,6 +31,13 @@ def test_metadata_written_before_providers_were_recorded_still_loads(tmp_path: P
         json.dumps({"session_id": "old", "workspace": "/w", "model": "gpt-x"})
     )
     assert load_meta(tmp_path).provider == ProviderChoice(None, "gpt-x", None)
+    assert load_meta(tmp_path).parent is None
+
+
+def test_a_sub_agent_session_names_its_parent(tmp_path: Path) -> None:
+    meta = SessionMeta("child", "/w", parent="s1")
+    (tmp_path / META_FILE).write_text(meta.to_json())
+    assert load_meta(tmp_path) == meta
 
 
 @pytest.mark.parametrize("text", ["{not json", '{"workspace": ""}', "[]"])

@@ -35,11 +35,15 @@ class ProviderChoice:
 
 @dataclass(frozen=True)
 class SessionMeta:
-    """What ``session.json`` records: the session, its workspace, its provider choice."""
+    """What ``session.json`` records: the session, its workspace, its provider choice.
+
+    ``parent`` is the id of the session that delegated this one (a sub-agent), else ``None``.
+    """
 
     session_id: str
     workspace: str
     provider: ProviderChoice = ProviderChoice()
+    parent: str | None = None
 
     def to_json(self) -> str:
         """The file's text."""
@@ -50,6 +54,7 @@ class SessionMeta:
                 "model": self.provider.model,
                 "provider": self.provider.name,
                 "base_url": self.provider.base_url,
+                "parent": self.parent,
             },
             indent=1,
         )
@@ -84,6 +89,7 @@ def load_meta(directory: Path) -> SessionMeta:
             _text(data.get("model")),
             _text(data.get("base_url")) or None,
         ),
+        parent=_text(data.get("parent")) or None,
     )
 
 
