@@ -192,7 +192,7 @@ def test_one_long_round_is_compacted_between_step_groups(tmp_path):
 
 
 def test_summary_timeout_keeps_recent_rounds_with_the_exact_message(tmp_path):
-    config = Config(context_window=6000, keep_rounds=1, summary_timeout_s=0.2)
+    config = Config(context_window=5000, keep_rounds=1, summary_timeout_s=0.2)
     script = iter(_filler_script(4, 2))
 
     def slow(request):

@@ -224,7 +224,7 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     ]
     agent, provider = make_agent(tmp_path, script)
     agent.run("Run things.")
-    assert plan_reminders(agent) == ["Plan recitation (session start): no plan yet."]
+    assert plan_reminders(agent) == ["No plan yet."]
     first = next(r for r in agent.session.records if isinstance(r.entry, ReminderEntry))
     assert "task_plan.md" in first.entry.text and ".contextengine/sessions/" in first.entry.text
     requests = main_requests(provider)
@@ -270,14 +270,8 @@ def test_reminders_never_split_a_batch_of_calls_from_its_results(tmp_path):
 def test_memory_tools_drive_the_tail(tmp_path):
     script = [
         step(
-            call(
-                "memory_plan_update",
-                goal="Ship the greeting script",
-                phases=[
-                    {"name": "Build", "steps": [{"content": "Write it"}, {"content": "Test it"}]}
-                ],
-                step_status=[{"step": 1, "status": "in_progress"}],
-            )
+            call("memory_plan_update", goal="Ship the greeting script"),
+            todo(("Write it", "in_progress"), ("Test it", "pending")),
         ),
         {"content": "The plan is written down; the greeting comes next."},
     ]
@@ -383,7 +377,7 @@ def test_the_model_can_read_and_edit_its_memory_files_by_path(tmp_path):
     def script(request):
         if len(main_requests(provider)) == 1:
             reminder = next(
-                m["content"] for m in request.messages if "session start" in m["content"]
+                m["content"] for m in request.messages if "Memory files: " in m["content"]
             )
             plan_path = reminder.split("Memory files: ")[1].split(" ")[0] + "task_plan.md"
             return step(

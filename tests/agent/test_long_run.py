@@ -17,21 +17,16 @@ def _script():
     yield {
         "content": "Planning the audit.",
         "tool_calls": [
+            {"name": "memory_plan_update", "arguments": {"goal": GOAL}},
             {
-                "name": "memory_plan_update",
+                "name": "todo_write",
                 "arguments": {
-                    "goal": GOAL,
-                    "phases": [
-                        {
-                            "name": "Audit",
-                            "steps": [
-                                {"content": "Read every module", "status": "in_progress"},
-                                {"content": "Write the report", "status": "pending"},
-                            ],
-                        }
-                    ],
+                    "todos": [
+                        {"content": "Read every module", "status": "in_progress"},
+                        {"content": "Write the report", "status": "pending"},
+                    ]
                 },
-            }
+            },
         ],
     }
     for n in range(STEPS):

@@ -45,21 +45,16 @@ def _plan_call() -> dict:
     return {
         "content": "Planning.",
         "tool_calls": [
+            {"name": "memory_plan_update", "arguments": {"goal": GOAL}},
             {
-                "name": "memory_plan_update",
+                "name": "todo_write",
                 "arguments": {
-                    "goal": GOAL,
-                    "phases": [
-                        {
-                            "name": "Notes",
-                            "steps": [
-                                {"content": "Read each module", "status": "in_progress"},
-                                {"content": "Write the notes", "status": "pending"},
-                            ],
-                        }
-                    ],
+                    "todos": [
+                        {"content": "Read each module", "status": "in_progress"},
+                        {"content": "Write the notes", "status": "pending"},
+                    ]
                 },
-            }
+            },
         ],
     }
 

@@ -84,7 +84,7 @@ def test_read_keeps_at_most_500_numbered_lines(root: Path, run) -> None:
     data = json.loads(result.text)["data"]
     lines = data["content"].split("\n")
     assert len(lines) == READ_KEEP + 1
-    assert lines[0] == "     1\tline 1" and lines[499] == "   500\tline 500"
+    assert lines[0] == "  1\tline 1" and lines[499] == "500\tline 500"
     assert lines[500] == (
         "[... 200 of 700 lines cut; the full text is recoverable from "
         "artifacts/obs-000003-file_read.txt]"
@@ -103,14 +103,14 @@ def test_read_slice_and_external_note(root: Path, run) -> None:
     (root / "a.py").write_text("a\nb\nc\nd\n")
     args, out = run("file_read", path="a.py", start_line=2, end_line=3)
     result = ours("file_read", args, out)
-    assert json.loads(result.text)["data"]["content"] == "     2\tb\n     3\tc"
+    assert json.loads(result.text)["data"]["content"] == "2\tb\n3\tc"
     assert not result.cut
     (root / "a.py").write_text("changed\n")
     stat = (root / "a.py").stat()
     os.utime(root / "a.py", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
     args, out = run("file_read", path="a.py")
     data = history("file_read", args, out)["data"]
-    assert data["content"] == "     1\tchanged"
+    assert data["content"] == "1\tchanged"
     assert data["note"] == "Note: a.py was modified externally."
 
 
@@ -159,7 +159,7 @@ def test_edit_keeps_file_ranges_and_snippets(root: Path, run) -> None:
     assert data["path"] == "m.py"
     assert data["changed_lines"] == [[11, 11], [31, 31], [51, 51], [71, 71], [91, 91]]
     assert len(data["snippets"]) == 3
-    assert "    11\tw10" in data["snippets"][0]
+    assert "11\tw10" in data["snippets"][0]
     assert data["more"].startswith("[... 2 snippets cut;")
     assert result.cut
 
@@ -171,7 +171,7 @@ def test_write_keeps_action_and_first_30_lines(root: Path, run) -> None:
     data = json.loads(result.text)["data"]
     assert (data["path"], data["action"], data["lines"]) == ("new.txt", "created", 40)
     head = data["head"].split("\n")
-    assert head[0] == "     1\trow 1" and head[29] == "    30\trow 30"
+    assert head[0] == " 1\trow 1" and head[29] == "30\trow 30"
     assert head[30].startswith("[... 10 more lines not repeated; they are in this call's content")
     assert not result.cut
 
@@ -236,8 +236,8 @@ def test_long_lines_are_clipped(root: Path, run) -> None:
     (root / "min.js").write_text("x" * 5000 + "\n")
     args, out = run("file_read", path="min.js")
     content = history("file_read", args, out)["data"]["content"]
-    assert content.startswith("     1\t" + "x" * 1993)
-    assert "[... 3007 chars cut;" in content
+    assert content.startswith("1\t" + "x" * 1993)
+    assert "[... 3002 chars cut;" in content
 
 
 # --- categories ----------------------------------------------------------------------
@@ -315,10 +315,10 @@ def test_foreign_write_keeps_content_head() -> None:
     assert data["path"] == args["file_path"]
     assert data["result"].startswith("File created successfully")
     first = args["content"].split("\n")[0]
-    assert data["head"].startswith(f"     1\t{first}")
+    assert data["head"].startswith(f" 1\t{first}")
     name, args, outcome, _ = foreign("oh_claude_create")
     data = json.loads(compress_observation(name, args, outcome))["data"]
-    assert data["head"].startswith("     1\tfrom django.http import HttpResponse")
+    assert data["head"].startswith(" 1\tfrom django.http import HttpResponse")
 
 
 def test_foreign_failed_create_keeps_the_error_text() -> None:

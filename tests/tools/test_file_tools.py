@@ -25,7 +25,7 @@ def test_read_numbers_lines_like_cat_n(root: Path, run) -> None:
     assert out.status == "success"
     assert out.kind == "file"
     mtime = format_mtime((root / "a.txt").stat().st_mtime_ns)
-    assert out.text == f"     1\talpha\n     2\tbeta\n     3\tgamma\n\n[mtime {mtime}]"
+    assert out.text == f"1\talpha\n2\tbeta\n3\tgamma\n\n[mtime {mtime}]"
     assert out.data["path"] == "a.txt"
     assert (out.data["start_line"], out.data["end_line"], out.data["total_lines"]) == (1, 3, 3)
     assert out.data["mtime"] == (root / "a.txt").stat().st_mtime_ns
@@ -34,9 +34,9 @@ def test_read_numbers_lines_like_cat_n(root: Path, run) -> None:
 def test_read_line_range_is_inclusive_and_clamped(root: Path, run) -> None:
     (root / "a.txt").write_text("".join(f"l{i}\n" for i in range(1, 11)))
     out = run("file_read", path="a.txt", start_line=3, end_line=4)
-    assert lines_of(out) == "     3\tl3\n     4\tl4"
+    assert lines_of(out) == "3\tl3\n4\tl4"
     out = run("file_read", path="a.txt", start_line=9, end_line=50)
-    assert lines_of(out) == "     9\tl9\n    10\tl10"
+    assert lines_of(out) == " 9\tl9\n10\tl10"
     assert out.data["end_line"] == 10
 
 
@@ -52,7 +52,7 @@ def test_read_range_errors(root: Path, run) -> None:
 
 def test_read_keeps_carriage_returns_and_unicode(root: Path, run) -> None:
     (root / "w.txt").write_bytes("größe\r\nzwei\r\n".encode())
-    assert lines_of(run("file_read", path="w.txt")) == "     1\tgröße\r\n     2\tzwei\r"
+    assert lines_of(run("file_read", path="w.txt")) == "1\tgröße\r\n2\tzwei\r"
 
 
 def test_read_empty_file(root: Path, run) -> None:
@@ -112,7 +112,7 @@ def test_own_write_and_edit_are_not_external_changes(root: Path, run) -> None:
     assert run("file_edit", path="a.txt", old_text="v2", new_text="v3").status == "success"
     out = run("file_read", path="a.txt")
     assert "modified externally" not in out.text
-    assert lines_of(out) == "     1\tv3"
+    assert lines_of(out) == "1\tv3"
 
 
 # --- file_write --------------------------------------------------------------
@@ -155,8 +155,7 @@ def test_edit_replaces_once_and_reports_ranges_and_snippet(root: Path, run) -> N
     assert out.data["changed_lines"] == [[10, 11]]
     assert out.data["replacements"] == 1
     snippet = out.data["snippets"][0]
-    assert "    10\tx10 = 'ten'" in snippet
-    assert "     7\tx7 = 7" in snippet and "    14\tx13 = 13" in snippet
+    assert snippet == " 9\tx9 = 9\n10\tx10 = 'ten'\n11\textra = 1\n12\tx11 = 11"
     assert "changed lines 10-11" in out.text
     assert (root / "m.py").read_text().count("\n") == 21
 

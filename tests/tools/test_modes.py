@@ -148,9 +148,12 @@ def test_state_rules_never_allow_a_tool_the_agents_mask_refuses(mask, statuses) 
 
 
 def test_the_default_toolset_has_a_tool_in_every_preset_but_chat() -> None:
-    names = default_toolset().names
+    tools = default_toolset()
+    rules = MaskRules(enabled=True, tools=tools)
     for name in MODE_NAMES:
-        assert bool(MODES[name].allowed_names(names)) is (name != "CHAT")
+        in_force = rules.in_force(MODES[name])
+        assert in_force is not None
+        assert bool(in_force.allowed_names(tools.names)) is (name != "CHAT")
 
 
 class _Outline:

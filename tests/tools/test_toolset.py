@@ -23,7 +23,6 @@ BUILTINS = (
     "shell_exec",
     "todo_write",
     "web_fetch",
-    "web_search",
 )
 
 
@@ -69,7 +68,6 @@ def test_default_toolset_names_and_specs() -> None:
         "shell_exec": ["command"],
         "todo_write": ["todos"],
         "web_fetch": ["url"],
-        "web_search": ["query"],
     }
 
 

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from contextengine import Config
+from contextengine import Agent, Config
 from contextengine.compress.compressors import OTHER_HEAD_CHARS, compress
 from contextengine.errors import ConfigError
+from contextengine.providers.scripted import ScriptedProvider
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import default_toolset
 from contextengine.tools.web_http import USER_AGENT, WebPolicy
-from contextengine.tools.web_search import BraveBackend, SearxngBackend, search_backend
+from contextengine.tools.web_search import BraveBackend, SearxngBackend, WebSearch, search_backend
 from contextengine.tools.workspace import Workspace
 from contextengine.types import ToolCall
 from support.websites import BRAVE_KEY, PARAGRAPH, Site, running_site
@@ -41,7 +42,8 @@ def ctx(tmp_path: Path) -> ToolContext:
 
 
 def run(ctx: ToolContext, name: str, **arguments: object) -> ToolOutcome:
-    return default_toolset().execute(ToolCall("c1", name, json.dumps(arguments)), ctx)
+    tools = default_toolset().plus(WebSearch())
+    return tools.execute(ToolCall("c1", name, json.dumps(arguments)), ctx)
 
 
 @extracts_html
@@ -184,10 +186,22 @@ def test_backends_from_config() -> None:
 def test_web_tools_declare_their_traits(name: str) -> None:
     """Web tools reach the network, are not high-risk, and keep head and tail of their text
     in history (the rest is in the saved copy)."""
-    traits = default_toolset().traits(name)
+    traits = default_toolset().plus(WebSearch()).traits(name)
     assert (traits.category, traits.risk, traits.compressor) == ("web", "low", "other")
     page = "A" * OTHER_HEAD_CHARS + "B" * 5000
     outcome = ToolOutcome.ok(page, {"url": "http://x/"}, kind="webpage")
     result = compress(name, {"url": "http://x/"}, outcome, compressor=traits.compressor)
     text = json.loads(result.text)["data"]["text"]
     assert result.cut and text.startswith("A" * OTHER_HEAD_CHARS + "\n[... ")
+
+
+def test_web_search_joins_the_agents_tools_only_with_a_backend(tmp_path: Path) -> None:
+    """Without a backend the tool could only fail, so its definition is not sent."""
+    plain = Agent(ScriptedProvider([]), tmp_path / "a", Config())
+    searching = Agent(
+        ScriptedProvider([]),
+        tmp_path / "b",
+        Config(web_search_backend="searxng", web_search_url="http://127.0.0.1:9"),
+    )
+    assert "web_search" not in plain.toolset.names
+    assert "web_search" in searching.toolset.names

@@ -43,7 +43,7 @@ from contextengine.tools.sandbox import SandboxPolicy
 from contextengine.tools.spec import ToolSpec
 from contextengine.tools.traits import ToolTraits
 from contextengine.tools.web_http import WebPolicy
-from contextengine.tools.web_search import search_backend
+from contextengine.tools.web_search import WebSearch, search_backend
 from contextengine.tools.workspace import Workspace
 from contextengine.types import ToolCall
 
@@ -161,8 +161,12 @@ class AgentParts:
 
 
 def _default_tools(config: Config, code_map: bool) -> Toolset:
-    """The default tools, the memory tools with working memory on, ``code_map`` with it on."""
+    """The default tools, the memory tools with working memory on, ``code_map`` with it on,
+    ``web_search`` with a search backend (without one it could only fail, yet its
+    definition would be paid on every request)."""
     toolset = default_toolset()
+    if config.web_search_backend != "none":
+        toolset = toolset.plus(WebSearch())
     if config.flag("working_memory"):
         toolset = with_memory_tools(toolset)
     return with_code_map(toolset) if code_map else toolset

@@ -15,7 +15,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextengine.codemap import CodeMapUnavailable, Focus
-from contextengine.tools.base import Tool, ToolOutcome
+from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import Toolset
 from contextengine.tools.traits import ToolTraits
@@ -69,5 +69,4 @@ class CodeMapTool:
 
 def with_code_map(toolset: Toolset) -> Toolset:
     """``toolset`` plus ``code_map``."""
-    tools: list[Tool] = [t for name in toolset.names if (t := toolset.get(name)) is not None]
-    return Toolset([*tools, CodeMapTool()])
+    return toolset.plus(CodeMapTool())

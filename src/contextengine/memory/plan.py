@@ -28,7 +28,7 @@ _STATUS_OF_MARK: dict[str, TodoStatus] = {
 }
 
 GOAL_PLACEHOLDER = "(not set yet: write it with memory_plan_update)"
-STEPS_PLACEHOLDER = "(no steps yet: add them with memory_plan_update or todo_write)"
+STEPS_PLACEHOLDER = "(no steps yet: add them with todo_write)"
 NONE_YET = "(none yet)"
 MARK_LEGEND = "Step marks: [ ] pending, [>] in progress, [x] done, [!] failed."
 

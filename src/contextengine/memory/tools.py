@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextengine.memory.plan import Plan, PlanUpdate, PlanUpdateError
+from contextengine.memory.plan import Plan, PlanUpdate
 from contextengine.tools.base import Tool, ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import Toolset
@@ -35,27 +35,32 @@ def plan_recap(plan: Plan) -> str:
 
 
 class MemoryPlanUpdate:
-    """``memory_plan_update``: change task_plan.md (goal, phases and steps, status, decisions)."""
+    """``memory_plan_update``: set the goal or blockers of task_plan.md, add decisions.
+
+    The steps are ``todo_write``'s alone: one way to write them keeps both tool
+    definitions, paid on every request, short.
+    """
 
     name: ClassVar[str] = "memory_plan_update"
     traits: ClassVar[ToolTraits] = ToolTraits(category="plan", compressor="other")
-    description: ClassVar[str] = (
-        "Change task_plan.md, giving only what changes: `phases` replaces the steps, "
-        "`step_status` sets steps by number."
-    )
-    Args: ClassVar[type[BaseModel]] = PlanUpdate
+    description: ClassVar[str] = "Set the goal or blockers of task_plan.md, or add decisions."
 
-    def run(self, args: PlanUpdate, ctx: ToolContext) -> ToolOutcome:
+    class Args(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        goal: str | None = None
+        blockers: str | None = None
+        add_decisions: tuple[str, ...] | None = None
+
+    def run(self, args: MemoryPlanUpdate.Args, ctx: ToolContext) -> ToolOutcome:
         """Apply the update and save the plan."""
         memory = ctx.memory
         if memory is None:
             return ToolOutcome.fail("io_error", _NO_MEMORY)
-        if args.is_empty():
+        update = PlanUpdate(**args.model_dump())
+        if update.is_empty():
             return ToolOutcome.fail("invalid_arguments", "give at least one field to change")
-        try:
-            plan = memory.update_plan(args)
-        except PlanUpdateError as exc:
-            return ToolOutcome.fail("invalid_arguments", str(exc))
+        plan = memory.update_plan(update)
         recap = plan_recap(plan)
         return ToolOutcome.ok(recap, {"recap": recap, "steps": len(plan.steps)})
 
@@ -72,7 +77,7 @@ class MemoryFindingAdd:
 
         title: str = Field(min_length=1)
         content: str = Field(min_length=1)
-        source: str | None = Field(None, description="A file, command or URL.")
+        source: str | None = None
 
     def run(self, args: MemoryFindingAdd.Args, ctx: ToolContext) -> ToolOutcome:
         """Append the finding."""
@@ -91,5 +96,4 @@ def memory_tools() -> list[Tool]:
 
 def with_memory_tools(toolset: Toolset) -> Toolset:
     """``toolset`` plus the working-memory tools."""
-    tools: list[Tool] = [t for name in toolset.names if (t := toolset.get(name)) is not None]
-    return Toolset([*tools, *memory_tools()])
+    return toolset.plus(*memory_tools())

@@ -16,8 +16,6 @@ import stat
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field
-
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.confine import (
     PathRefused,
@@ -43,12 +41,11 @@ class FileDelete(FileTool):
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="write", risk="high", compressor="other")
     description: ClassVar[str] = (
-        "Delete one file of the workspace (not a folder). The file is moved to the "
-        "session's trash; the result names its copy there, so it can be restored."
+        "Delete a file (moved to the session's trash, so it can be restored)."
     )
 
     class Args(StrictArgs):
-        path: str = Field(description="File path relative to the workspace.")
+        path: str
 
     def _run(self, args: FileDelete.Args, ctx: ToolContext) -> ToolOutcome:
         session = ctx.workspace.session_dir

@@ -62,7 +62,7 @@ class FileLs(FileTool):
     name: ClassVar[str] = "file_ls"
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="ls")
-    description: ClassVar[str] = "List a directory: entries with type and size."
+    description: ClassVar[str] = "List a folder with sizes."
 
     class Args(StrictArgs):
         path: str = Field(".")
@@ -129,7 +129,7 @@ class FileGlob(FileTool):
     name: ClassVar[str] = "file_glob"
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="glob")
-    description: ClassVar[str] = "Workspace paths matching a glob such as `src/**/*.py`, sorted."
+    description: ClassVar[str] = "Paths matching a glob (e.g. src/**/*.py)."
 
     class Args(StrictArgs):
         pattern: str
@@ -202,8 +202,8 @@ class FileGrep(FileTool):
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="grep")
     description: ClassVar[str] = (
-        "Search lines of text files (in `path`, a file or folder; default all) for a Python "
-        f"regex. Returns `file:line:text`, at most {GREP_MAX_MATCHES}."
+        f"Python regex search of the files under path; at most {GREP_MAX_MATCHES} "
+        "file:line:text lines."
     )
 
     class Args(StrictArgs):

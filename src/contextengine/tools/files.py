@@ -30,7 +30,7 @@ from contextengine.tools.traits import ToolTraits
 from contextengine.tools.workspace import Located
 
 BINARY_SNIFF_BYTES = 8192
-SNIPPET_CONTEXT_LINES = 3
+SNIPPET_CONTEXT_LINES = 1
 SNIPPET_MAX_CHANGED_LINES = 20
 
 
@@ -101,8 +101,11 @@ def split_lines(text: str) -> list[str]:
 
 
 def number_lines(lines: list[str], first: int) -> list[str]:
-    """``cat -n`` style numbering starting at line ``first``."""
-    return [f"{n:>6}\t{line}" for n, line in enumerate(lines, first)]
+    """Lines numbered from ``first``, each number right-aligned to the width of the last
+    one and followed by a tab (``cat -n`` without its fixed six-column padding, which
+    every later request would pay for again)."""
+    width = len(str(first + len(lines) - 1))
+    return [f"{n:>{width}}\t{line}" for n, line in enumerate(lines, first)]
 
 
 def _encode(content: str) -> bytes:
@@ -121,8 +124,7 @@ class FileRead(FileTool):
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="read")
     description: ClassVar[str] = (
-        "Read a text file as numbered lines; start_line/end_line (1-based, inclusive) read "
-        "part of it. Shows the file's mtime."
+        "Read a file as numbered lines (start_line..end_line, inclusive), with its mtime."
     )
 
     class Args(StrictArgs):
@@ -204,9 +206,7 @@ class FileWrite(FileTool):
     traits: ClassVar[ToolTraits] = ToolTraits(
         category="write", risk="overwrite", compressor="write"
     )
-    description: ClassVar[str] = (
-        "Write a file with exactly this content (creates folders; overwrites)."
-    )
+    description: ClassVar[str] = "Write a file with exactly this content (creates folders)."
 
     class Args(StrictArgs):
         path: str
@@ -253,17 +253,15 @@ class FileEdit(FileTool):
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="write", compressor="edit")
     description: ClassVar[str] = (
-        "Replace old_text (exact, once unless replace_all) with new_text in a file; `edits` "
-        "applies several replacements, all or none."
+        "Replace exact old_text (found once, or every time with replace_all) with new_text; "
+        "edits: several at once."
     )
 
     class Args(StrictArgs):
         path: str
         old_text: str | None = None
         new_text: str | None = None
-        replace_all: bool = Field(
-            False, description="Replace every occurrence instead of requiring exactly one."
-        )
+        replace_all: bool = False
         edits: list[EditOp] | None = Field(
             None,
             min_length=1,

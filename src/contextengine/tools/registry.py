@@ -40,6 +40,10 @@ class Toolset:
         """Tool names, sorted."""
         return tuple(sorted(self._tools))
 
+    def plus(self, *tools: Tool) -> Toolset:
+        """This set with ``tools`` added (a name already here is an error)."""
+        return Toolset([*self._tools.values(), *tools])
+
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, if any."""
         return self._tools.get(name)
@@ -151,8 +155,8 @@ def _says_nothing(node: dict[str, Any]) -> bool:
 
 def default_toolset() -> Toolset:
     """The built-in tools: every tool class of this package that declares ``default =
-    True`` (file read/write/edit/delete/ls/glob/grep, shell_exec, todo_write, web_fetch and
-    web_search). A tool joins every request's tool list, so it opts in where it is
+    True`` (file read/write/edit/delete/ls/glob/grep, shell_exec, todo_write and web_fetch).
+    A tool joins every request's tool list, so it opts in where it is
     written: adding one touches its own module."""
     return Toolset([tool() for tool in declared_defaults(__package__ or "contextengine.tools")])
 

@@ -80,8 +80,7 @@ class ShellExec:
         category="exec", risk="high", compressor="shell", action_key="command"
     )
     description: ClassVar[str] = (
-        "Run a bash command in the workspace (fresh shell, no stdin). Returns stdout, stderr "
-        "and exit code; after timeout_s it is killed with every process it started."
+        "Run a bash command in the workspace (fresh shell, no stdin); killed after timeout_s."
     )
 
     class Args(BaseModel):
@@ -187,8 +186,9 @@ def _block(tag: str, body: str) -> str:
 def _layout(
     stdout: str, stderr: str, code: int, timed_out_after: float | None, pipes_held: bool
 ) -> str:
-    """The fixed text layout of a shell observation."""
-    parts = [_block("stdout", stdout), _block("stderr", stderr), f"<exit_code>{code}</exit_code>"]
+    """The fixed text layout of a shell observation; an empty stream is left out."""
+    streams = [_block(tag, text) for tag, text in (("stdout", stdout), ("stderr", stderr)) if text]
+    parts = [*streams, f"<exit_code>{code}</exit_code>"]
     if timed_out_after is not None:
         parts.append(
             f"<timeout>killed after {timed_out_after:g} s with its whole process group</timeout>"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
@@ -28,14 +28,13 @@ class WebFetch:
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="web", compressor="other")
     description: ClassVar[str] = (
-        "Fetch a web page (http/https) and return its main content as markdown text. "
-        "Long pages are saved; the result then names the saved copy to read in parts."
+        "A web page's main content as markdown (a long page is saved to a file to read)."
     )
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
-        url: str = Field(description="The page's absolute http(s) URL.")
+        url: str
 
     def run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
         """Fetch ``args.url`` under the session's web policy."""

@@ -132,18 +132,14 @@ class WebSearch:
     """``web_search``: ranked results (title, URL, snippet) from the configured backend."""
 
     name: ClassVar[str] = "web_search"
-    default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="web", compressor="other")
-    description: ClassVar[str] = (
-        "Search the web. Returns numbered results with title, URL and snippet; "
-        "read a result with web_fetch."
-    )
+    description: ClassVar[str] = "Search the web: numbered results (title, URL, snippet)."
     max_results: ClassVar[int] = 8
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
-        query: str = Field(min_length=1, description="The search query.")
+        query: str = Field(min_length=1)
 
     def run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
         """Ask the session's backend."""
