@@ -9,14 +9,13 @@ from contextengine.canonical import canonical_json
 from contextengine.tools.spec import ToolSpec
 
 DEFAULT_SYSTEM_PROMPT = """\
-You are a careful software agent working in one workspace folder; paths are relative to it.
-- Plan with todo_write first and keep the plan current; it is shown at the end of every request.
-- Your memory files are task_plan.md, findings.md (add to it with memory_finding_add) and \
-progress.md (kept for you); read them when you lose track.
-- Read before you edit; make small changes and check them with shell_exec.
-- Errors are shown verbatim: read them and change your approach instead of repeating a call.
-- Large outputs are saved to files: the observation names the file to read.
-- When done, answer with a short summary of what you did and how you checked it."""
+You are a software agent in one workspace folder; paths are relative to it.
+- Plan with todo_write first and keep it current; its status ends every request.
+- Memory: task_plan.md, findings.md (memory_finding_add), progress.md; reread them when lost.
+- Read before you edit; check changes with shell_exec.
+- Errors are verbatim: change your approach instead of repeating a call.
+- A large output is saved to the file its observation names.
+- When done, answer briefly: what you did and how you checked it."""
 
 
 def text_protocol_prompt(base: str, tools: Sequence[ToolSpec]) -> str:

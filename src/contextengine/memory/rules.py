@@ -89,37 +89,33 @@ _INSPECT_COMMANDS = frozenset(
 _INSPECT_GIT = frozenset({"log", "show", "diff", "status", "blame", "grep", "ls-files", "branch"})
 _SEGMENTS = re.compile(r"\|\||&&|[|;\n]")
 
-TWO_ACTION_TEXT = (
-    "2-action rule: two reads since your last finding. Record what you learned with "
-    "memory_finding_add before going on."
-)
+TWO_ACTION_TEXT = "2-action rule: record what your last two reads taught you (memory_finding_add)."
 _PLAN_OPEN = "<task_plan>"
 _PLAN_CLOSE = "</task_plan>"
 
 
 def plan_reminder_text(reason: RecitationReason, plan_text: str, where: str | None) -> str:
     """The plan-recitation reminder: a constant sentence per reason, then the plan
-    (``plan_text`` is empty while the plan is still the empty template)."""
+    (``plan_text`` is empty while the plan is still the empty template: then only where
+    the memory files are, if given)."""
+    files = f"Memory files: {where}/ task_plan.md, findings.md, progress.md." if where else ""
+    if not plan_text.strip():
+        return "\n".join(line for line in ("No plan yet.", files) if line)
     intro = {
         "session start": "Plan recitation (session start): read your plan before you begin.",
         "high-risk tool": "Plan recitation (high-risk action): check that it fits the plan.",
         "periodic": "Plan recitation (periodic): check that your work still follows the plan.",
     }[reason]
-    if not plan_text.strip():
-        intro = f"Plan recitation ({reason}): no plan yet."
-    lines = [intro]
-    if where is not None:
-        lines.append(f"Memory files: {where}/ task_plan.md, findings.md, progress.md.")
-    body = f"{plan_text.rstrip()}\n" if plan_text.strip() else ""
-    return "\n".join(lines) + f"\n{_PLAN_OPEN}\n{body}{_PLAN_CLOSE}"
+    lines = [intro, files] if files else [intro]
+    return "\n".join(lines) + f"\n{_PLAN_OPEN}\n{plan_text.rstrip()}\n{_PLAN_CLOSE}"
 
 
-def recited_plan(reminder_text: str) -> str | None:
-    """The plan text inside a plan-recitation reminder."""
+def recited_plan(reminder_text: str) -> str:
+    """The plan text inside a plan-recitation reminder (empty when it recited no plan)."""
     start = reminder_text.find(_PLAN_OPEN + "\n")
     end = reminder_text.rfind(_PLAN_CLOSE)
     if start == -1 or end < start:
-        return None
+        return ""
     return reminder_text[start + len(_PLAN_OPEN) + 1 : end].rstrip("\n")
 
 

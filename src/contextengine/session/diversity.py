@@ -11,9 +11,9 @@ import hashlib
 
 OBSERVATION_TEMPLATES: tuple[str, ...] = (
     "{content}",
-    "Result of {tool}:\n{content}",
-    "{tool} returned:\n{content}",
-    "Output of {tool}:\n{content}",
+    "[{tool}]\n{content}",
+    "{tool}:\n{content}",
+    "{tool} ->\n{content}",
 )
 
 TEXT_OBSERVATION_TEMPLATES: tuple[str, ...] = (
