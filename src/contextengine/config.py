@@ -81,6 +81,12 @@ class Config(BaseModel):
         description="Pruning never expects more steps to follow than this: a batch must pay "
         "back its cache rewrite within this many steps.",
     )
+    prune_risk_share: float = Field(
+        0.02,
+        ge=0,
+        description="The most a prune may lose if the run ends right after it, beyond the "
+        "savings earlier prunes banked, as a share of what the history has cost so far.",
+    )
     cache_read_price: float = Field(
         0.1, ge=0, description="Price of a cached input token (uncached = 1), for pruning."
     )

@@ -123,12 +123,15 @@ def test_third_error_of_a_class_reboots_and_can_hand_over_to_a_human(tmp_path):
     assert reboot.purpose == "reboot" and previous.purpose == "main"
     assert reboot.tools == previous.tools == provider.requests[0].tools
     assert reboot.mask is not None and reboot.mask.allow == ()
-    persisted = previous.segments.persisted
-    assert reboot.messages[:persisted] == previous.messages[:persisted]
-    assert reboot.text().startswith("".join(previous.chunks[: previous.persisted_chunks]))
+    # only the cached head (system prompt and tools) and the self-contained prompt: the
+    # reboot reads the plan and the progress log, not the whole history again
+    assert reboot.messages[:-1] == previous.messages[:1]
+    assert reboot.text().startswith("".join(previous.chunks[:2]))
     prompt = reboot.messages[-1]["content"]
     assert all(q in prompt for q in REBOOT_QUESTIONS)
     assert "HUMAN_HELP: no" in prompt
+    assert "### Objective\nProbe python." in prompt
+    assert "NameError: name 'undefined_name' is not defined" in prompt
 
 
 def test_a_human_answer_continues_the_run_and_the_struck_class_starts_over(tmp_path):
@@ -209,9 +212,9 @@ def test_two_action_rule_reminds_after_two_reads_and_not_again_without_change(tm
 
 
 def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
-    """The plan file is recited into history once, at the start; after that the tail
-    recites the current plan on every request, so it stands before every shell call and
-    every fifth iteration without being stored again."""
+    """An empty plan is never recited into history, and a plan the model writes itself is
+    in view already; the tail recites the current plan on every request, so it stands
+    before every shell call and every fifth iteration without being stored."""
     script = [
         step(call("file_ls")),
         step(call("shell_exec", command="true")),
@@ -224,23 +227,23 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     ]
     agent, provider = make_agent(tmp_path, script)
     agent.run("Run things.")
-    assert plan_reminders(agent) == ["No plan yet."]
-    first = next(r for r in agent.session.records if isinstance(r.entry, ReminderEntry))
-    assert "task_plan.md" in first.entry.text and ".contextengine/sessions/" in first.entry.text
+    assert plan_reminders(agent) == []
     requests = main_requests(provider)
     tails = [r.messages[-1]["content"] for r in requests]
     # requests 1, 3 and 4 are answered with shell_exec: each ends with the plan's status,
     # in full when it changed (and every fifth iteration), else its focus
     assert tails[1].endswith("No plan yet.")
     assert "[x] 1 Look\n[>] 2 Run" in tails[3]
-    assert tails[4] == "## Task status (unchanged)\nFocus: step 2 Run"
+    assert tails[4] == "Task status unchanged. Focus: step 2 Run"
     assert "[x] 2 Run\n[>] 3 Write" in tails[6]
-    assert all("(unchanged)" in t for t in tails[7:11])
+    assert all(t.startswith("Task status unchanged.") for t in tails[7:11])
     assert "[x] 2 Run\n[>] 3 Write" in tails[11], "recited in full again five iterations on"
 
     for request in main_requests(provider):
         assert request.messages[-1]["role"] == "user"
-        assert request.messages[-1]["content"].startswith(TAIL_HEADING)
+        assert request.messages[-1]["content"].startswith(
+            (TAIL_HEADING, "Task status unchanged.", "No plan")
+        )
     assert "Objective: Run things." in main_requests(provider)[0].messages[-1]["content"]
     assert "step 3 Write" in main_requests(provider)[-1].messages[-1]["content"]
     assert TAIL_HEADING not in (agent.session_dir / "session.jsonl").read_text()
@@ -256,12 +259,14 @@ def test_reminders_never_split_a_batch_of_calls_from_its_results(tmp_path):
     ]
     agent, provider = make_agent(tmp_path, script)
     agent.run("Probe.")
-    reboot = next(r for r in provider.requests if r.purpose == "reboot")
-    roles = [m["role"] for m in reboot.messages]
-    batch = max(k for k, m in enumerate(reboot.messages) if len(m.get("tool_calls") or []) == 3)
+    at = next(k for k, r in enumerate(provider.requests) if r.purpose == "reboot")
+    reboot, after = provider.requests[at], provider.requests[at + 1]
+    roles = [m["role"] for m in after.messages]
+    batch = max(k for k, m in enumerate(after.messages) if len(m.get("tool_calls") or []) == 3)
     assert roles[batch + 1 : batch + 4] == ["tool", "tool", "tool"]
-    assert REBOOT_NOTICE in reboot.messages[batch + 4]["content"]
-    # the questions are asked once, after the tail, and never stored
+    assert REBOOT_NOTICE in after.messages[batch + 4]["content"]
+    assert after.messages[batch + 5]["content"].startswith("Thinking it over.")
+    # the questions are asked once, in a request of their own, and never stored
     assert "5-Question Reboot Test\n" in reboot.messages[-1]["content"]
     assert reboot.segments.extra == 1
     assert not any("What is my original goal?" in r.to_json() for r in agent.session.records)
@@ -376,10 +381,7 @@ def test_flags_switch_the_harness_parts_off(tmp_path):
 def test_the_model_can_read_and_edit_its_memory_files_by_path(tmp_path):
     def script(request):
         if len(main_requests(provider)) == 1:
-            reminder = next(
-                m["content"] for m in request.messages if "Memory files: " in m["content"]
-            )
-            plan_path = reminder.split("Memory files: ")[1].split(" ")[0] + "task_plan.md"
+            plan_path = str((agent.session_dir / "task_plan.md").relative_to(tmp_path / "ws"))
             return step(
                 call(
                     "file_edit",

@@ -73,6 +73,9 @@ def session_with_writes(
     return session
 
 
+AFFORD_ANY = 1e6
+
+
 def stubbed_calls(session: Session) -> dict[int, AssistantEntry]:
     return {
         r.index: r.entry
@@ -82,6 +85,9 @@ def stubbed_calls(session: Session) -> dict[int, AssistantEntry]:
 
 
 def pruner(session: Session, **settings_: object) -> Pruner:
+    """A pruner for a session built in one go: it has seen no steps, so nothing is banked
+    yet; unless a test says otherwise, any bet is affordable."""
+    settings_.setdefault("prune_risk_share", AFFORD_ANY)
     externalizer = Externalizer(session.layout.artifacts, str)
     return Pruner(session, Config().with_flags(**settings_), externalizer)
 
@@ -283,3 +289,28 @@ def test_an_argument_whose_stub_would_be_as_long_stays(tmp_path):
         new = json.loads(call.assistant.tool_calls[0].arguments_json)
         assert new["content"].startswith("[pruned: ")
         assert new["note"].startswith("name_"), "a stub as long as the value saves nothing"
+
+
+def test_a_bet_is_made_only_with_savings_in_hand(tmp_path):
+    """A prune's rewrite is lost if the run ends right after it: with nothing saved yet,
+    a small share of what the history has cost so far is all it may risk."""
+    plain = session_with_steps(tmp_path / "a", [120] * 30)
+    cautious = pruner(plain, prune_risk_share=0.01)
+    assert [cautious.decide() for _ in range(5)] == [None] * 5
+
+    saving = session_with_steps(tmp_path / "b", [120] * 30)
+    call = ToolCallRecord(id="big", name="shell_exec", arguments_json='{"command":"cat log"}')
+    saving.append(AssistantEntry(text="Reading the log.", tool_calls=(call,)))
+    saving.append(
+        ToolResultEntry(
+            call_id="big",
+            tool_name="shell_exec",
+            status="success",
+            content="[the log, saved at artifacts/log.txt]",
+            full_ref="artifacts/log.txt",
+            original_length=400_000,
+        )
+    )
+    banked = pruner(saving, prune_risk_share=0.01)
+    decision = banked.decide()
+    assert decision is not None and decision.extra > 0, "the shown ref already saved plenty"

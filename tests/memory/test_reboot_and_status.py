@@ -4,12 +4,12 @@ import pytest
 
 from contextengine.memory.plan import Phase, Plan, PlanStep
 from contextengine.memory.reboot import NO_QUESTION, REBOOT_QUESTIONS, human_help, reboot_prompt
-from contextengine.memory.status import task_status
+from contextengine.memory.status import FULL_EVERY, NO_PLAN, TailRecital, task_status
 
 
 def test_reboot_prompt_has_the_five_questions_the_plan_and_the_progress_tail() -> None:
     progress = "# Execution Progress Log\n" + "x" * 1000 + "THE END"
-    prompt = reboot_prompt(["NameError"], "# Task Plan: demo\n", progress)
+    prompt = reboot_prompt(["NameError"], "Ship the demo.", "# Task Plan: demo\n", progress)
     assert [q for q in REBOOT_QUESTIONS if q in prompt] == list(REBOOT_QUESTIONS)
     assert REBOOT_QUESTIONS == (
         "What is my original goal?",
@@ -19,6 +19,7 @@ def test_reboot_prompt_has_the_five_questions_the_plan_and_the_progress_tail() -
         "Should I ask for human help?",
     )
     assert "# Task Plan: demo" in prompt and "`NameError`" in prompt
+    assert "### Objective\nShip the demo." in prompt
     assert progress[-500:] in prompt and progress[-501:] not in prompt
     assert prompt.rstrip().endswith("`HUMAN_HELP: yes - <your question for a human>`.")
 
@@ -72,3 +73,17 @@ def test_task_status_falls_back_to_the_first_user_message() -> None:
     text = task_status(Plan(), "Fix @a.py\n\n<system-reminder>\nread it\n</system-reminder>")
     assert "Objective: Fix @a.py\n" in text
     assert text.endswith("No plan yet.")
+
+
+def test_the_tail_recites_in_full_when_it_changed_and_a_plan_every_few_iterations() -> None:
+    recital = TailRecital()
+    empty = Plan()
+    tails = [recital.tail(empty, "Fix the bug.", n) for n in range(3 * FULL_EVERY)]
+    assert tails[0].startswith("## Task status\nObjective: Fix the bug.")
+    assert tails[1:] == [NO_PLAN] * (3 * FULL_EVERY - 1), "no plan: nothing to recite again"
+
+    plan = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Look", status="in_progress"),)),))
+    tails = [recital.tail(plan, "Fix the bug.", n) for n in range(FULL_EVERY + 1)]
+    assert "[>] 1 Look" in tails[0], "the plan changed"
+    assert tails[1] == "Task status unchanged. Focus: step 1 Look"
+    assert "[>] 1 Look" in tails[FULL_EVERY], "the plan is recited again (R8.2)"

@@ -11,7 +11,6 @@ from contextengine.memory.rules import (
     is_info_gathering,
     is_inspection,
     plan_reminder_text,
-    recited_plan,
 )
 from contextengine.memory.tools import with_memory_tools
 from contextengine.session.entries import (
@@ -61,9 +60,10 @@ def test_information_gathering_and_high_risk() -> None:
     assert not is_info_gathering(traits("file_read_more"), {})
 
 
-def test_reminder_text_carries_the_plan_back() -> None:
-    text = plan_reminder_text("periodic", "# Task Plan\n\n## Goal\nx\n", None)
-    assert recited_plan(text) == "# Task Plan\n\n## Goal\nx"
+def test_reminder_text_carries_the_plan_and_where_the_memory_is() -> None:
+    text = plan_reminder_text("periodic", "# Task Plan\n\n## Goal\nx\n", ".ce/s1")
+    assert "<task_plan>\n# Task Plan\n\n## Goal\nx\n</task_plan>" in text
+    assert "Memory files: .ce/s1/ task_plan.md" in text
 
 
 def _session(tmp_path: Path) -> Session:
@@ -109,7 +109,7 @@ def test_plan_is_due_only_while_it_is_not_in_view(tmp_path: Path) -> None:
     session = _session(tmp_path)
     state = _fold(session)
     assert state.plan_due(), "never recited"
-    session.append(ReminderEntry(rule="plan", text=plan_reminder_text("periodic", "P1", None)))
+    session.append(ReminderEntry(rule="plan", text=plan_reminder_text("periodic", "P1", ".ce/s1")))
     state = _fold(session)
     assert not state.plan_due(), "a changed plan is recited by the tail, not stored again"
     for _ in range(10):

@@ -327,11 +327,14 @@ class Agent:
             return self.builder.build(
                 self.session, context, mask=self.mask_rules.in_force(self.mask)
             )
+        # The reboot prompt stands on its own (objective, plan, end of the progress log):
+        # the request is the cached head and the prompt, not the whole history read again.
         return self.builder.build(
             self.session,
-            replace(context, tail=None),  # the reboot prompt carries the plan itself
+            replace(context, tail=None),
             purpose="reboot",
             mask=NO_TOOLS,
+            history_records=0,
             extra=({"role": "user", "content": rebooting},),
         )
 

@@ -15,7 +15,12 @@ fewer tokens, a saving of ``S * read`` each. The later steps are not known; the 
 expects as many more as ``prune_horizon`` times the steps so far (a run that has gone on
 for long tends to go on), but never more than ``prune_max_payback`` (a run can end at any
 step; a batch that needs long to pay back is a bet on its length), and prunes when the
-batch pays back its rewrite within that horizon. Results and replies of any size join a
+batch pays back its rewrite within that horizon. Because the run may end right after
+any prune, a batch is also a bet the policy must afford: its extra may not exceed what
+the engine has saved so far against the full history (earlier prunes net of their
+extras, outputs shown as compressed refs), plus ``prune_risk_share`` of what reading the
+history has cost so far; so a run never ends much worse than with no
+pruning at all, whenever it ends. Results and replies of any size join a
 batch once it is worth making (``prune_min_tokens`` only skips those whose stub would save
 next to nothing): the rewrite is paid anyway, and everything pruned with it raises the
 saving. It chooses where the batch starts (the oldest candidate, or a later one) for the
@@ -54,6 +59,7 @@ MAX_STUB_NAMES = 120
 STUB_ESTIMATE_TOKENS = 40  # a stub's head; its names are paid for out of the saving
 ARGUMENT_STUB_HEAD = "[pruned: {chars:,} chars, saved at {path}]"
 ARGUMENT_MIN_CHARS = 200  # shorter call arguments (paths, commands, patterns) stay as they are
+CHARS_PER_TOKEN_MAX = 4  # few texts take more characters a token: savings in tokens, from below
 STUB_MAX_SHARE = 0.7  # an argument whose stub is not this much shorter stays as it is
 TEXT_KEEP_CHARS = 300  # the end of a pruned reply stays: a text-protocol reply ends with its action
 TEXT_MIN_CHARS = 400  # a reply's head shorter than this stays
@@ -68,6 +74,7 @@ class PruneDecision:
     records: tuple[LogRecord, ...]
     saved_tokens: int
     payback_steps: float
+    extra: float  # what the rewrite costs this request beyond reading the cache
 
 
 @dataclass(frozen=True)
@@ -85,19 +92,23 @@ class Pruner:
         self._config = config
         self._externalizer = externalizer
         self._savings: dict[int, int] = {}  # log index -> what stubbing it saves (it never changes)
+        self._spent = 0.0  # what reading the history has cost so far (price units)
+        self._banked = 0.0  # what prunes have saved so far, net of their extras
+        self._in_effect = 0  # tokens every request carries less because of the prunes
 
     def decide(self) -> PruneDecision | None:
         """The batch worth pruning now, or ``None`` when no batch pays for its rewrite."""
         if not self._config.flag("pruning"):
             return None
-        live = self._session.live
-        candidates, total = self._candidates(live)
-        if not candidates:
-            return None
         config = self._config
         read, write = config.cache_read_price, config.cache_write_price
-        if read <= 0:
-            return None  # free cache reads: a smaller prefix saves nothing
+        live = self._session.live
+        candidates, total = self._candidates(live)
+        self._spent += total * read
+        self._banked += (self._in_effect + self._externalized(live)) * read
+        if not candidates or read <= 0:  # free cache reads: a smaller prefix saves nothing
+            return None
+        affordable = self._banked + config.prune_risk_share * self._spent
         horizon = min(
             config.prune_horizon * _steps(self._session.records), config.prune_max_payback
         )
@@ -111,14 +122,16 @@ class Pruner:
             suffix = total - candidates[k].position
             extra = (suffix - saved) * write - suffix * read
             value = saved * read * horizon - extra
-            if value > best_value:
+            if value > best_value and extra <= affordable:
                 best_value = value
                 records = tuple(c.record for c in candidates[k:])
-                best = PruneDecision(records, saved, max(extra, 0.0) / (saved * read))
+                best = PruneDecision(records, saved, max(extra, 0.0) / (saved * read), extra)
         return best
 
     def prune(self, decision: PruneDecision) -> PruneEntry:
         """Save each pruned text to the artifacts (if not there yet), then record the batch."""
+        self._banked -= decision.extra
+        self._in_effect += decision.saved_tokens
         chosen = {r.index for r in decision.records}
         kept_text = "\n".join(
             str(m.get("content") or "")
@@ -228,6 +241,16 @@ class Pruner:
             native = self._session.style.protocol == "native"
             saving = self._savings[record.index] = _stub_saving(entry, native)
         return saving
+
+    def _externalized(self, live: Sequence[LogRecord]) -> int:
+        """Tokens the results in view carry less than their full outputs (a lower bound:
+        four characters a token)."""
+        saved = 0
+        for record in live:
+            entry = record.entry
+            if isinstance(entry, ToolResultEntry) and entry.full_ref is not None:
+                saved += max(0, entry.original_length - len(entry.content)) // CHARS_PER_TOKEN_MAX
+        return saved
 
     def _saved_copy(self, index: int, entry: ToolResultEntry) -> Path:
         """The artifact holding what the result showed; written now if it has none."""

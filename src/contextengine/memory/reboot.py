@@ -26,8 +26,11 @@ _HUMAN_HELP = re.compile(
 NO_QUESTION = "The agent asked for human help after three failures of the same kind."
 
 
-def reboot_prompt(error_classes: Sequence[str], plan_text: str, progress_text: str) -> str:
-    """The reboot prompt: why, the five questions, the plan, the end of progress.md."""
+def reboot_prompt(
+    error_classes: Sequence[str], objective: str, plan_text: str, progress_text: str
+) -> str:
+    """The reboot prompt: why, the five questions, the objective, the plan, the end of
+    progress.md. It stands on its own: the reboot request carries no history."""
     classes = ", ".join(f"`{c}`" for c in error_classes)
     questions = "\n".join(f"{n}. {q}" for n, q in enumerate(REBOOT_QUESTIONS, 1))
     tail = progress_text[-PROGRESS_TAIL_CHARS:]
@@ -35,6 +38,7 @@ def reboot_prompt(error_classes: Sequence[str], plan_text: str, progress_text: s
         "## 5-Question Reboot Test\n"
         f"Errors of class {classes} happened three times: stop retrying the same approach. "
         f"Tools are paused; answer in turn:\n{questions}\n\n"
+        f"### Objective\n{objective or '(not set)'}\n\n"
         f"### Task plan (task_plan.md)\n{plan_text.rstrip() or '(empty)'}\n\n"
         f"### End of progress.md\n{tail.strip()}\n\n"
         "Last line, for the harness: `HUMAN_HELP: no` or "

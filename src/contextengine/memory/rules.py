@@ -94,29 +94,16 @@ _PLAN_OPEN = "<task_plan>"
 _PLAN_CLOSE = "</task_plan>"
 
 
-def plan_reminder_text(reason: RecitationReason, plan_text: str, where: str | None) -> str:
-    """The plan-recitation reminder: a constant sentence per reason, then the plan
-    (``plan_text`` is empty while the plan is still the empty template: then only where
-    the memory files are, if given)."""
-    files = f"Memory files: {where}/ task_plan.md, findings.md, progress.md." if where else ""
-    if not plan_text.strip():
-        return "\n".join(line for line in ("No plan yet.", files) if line)
+def plan_reminder_text(reason: RecitationReason, plan_text: str, where: str) -> str:
+    """The plan-recitation reminder: a constant sentence per reason, where the memory
+    files are, then the plan."""
     intro = {
         "session start": "Plan recitation (session start): read your plan before you begin.",
         "high-risk tool": "Plan recitation (high-risk action): check that it fits the plan.",
         "periodic": "Plan recitation (periodic): check that your work still follows the plan.",
     }[reason]
-    lines = [intro, files] if files else [intro]
-    return "\n".join(lines) + f"\n{_PLAN_OPEN}\n{plan_text.rstrip()}\n{_PLAN_CLOSE}"
-
-
-def recited_plan(reminder_text: str) -> str:
-    """The plan text inside a plan-recitation reminder (empty when it recited no plan)."""
-    start = reminder_text.find(_PLAN_OPEN + "\n")
-    end = reminder_text.rfind(_PLAN_CLOSE)
-    if start == -1 or end < start:
-        return ""
-    return reminder_text[start + len(_PLAN_OPEN) + 1 : end].rstrip("\n")
+    files = f"Memory files: {where}/ task_plan.md, findings.md, progress.md."
+    return f"{intro}\n{files}\n{_PLAN_OPEN}\n{plan_text.rstrip()}\n{_PLAN_CLOSE}"
 
 
 def is_info_gathering(traits: ToolTraits, arguments: dict[str, Any]) -> bool:
@@ -173,7 +160,7 @@ class RuleState:
     other_errors: Counter[str] = field(default_factory=Counter)
     info_actions: int = 0
     two_action_given: bool = False
-    last_plan: str | None = None
+    plan_in_view: bool = False
     awaiting_reboot: bool = False
     first_user_text: str | None = None
     open_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
@@ -200,7 +187,7 @@ class RuleState:
             self._reminder(entry)
         elif isinstance(entry, SummaryEntry):
             # What compaction archived is out of sight: let the plan and notes come back.
-            self.last_plan = None
+            self.plan_in_view = False
             self.notes.clear()
 
     def _tool_result(self, entry: ToolResultEntry) -> None:
@@ -210,6 +197,8 @@ class RuleState:
                 self.strikes[entry.error_class] += 1
             return
         traits = self.traits(entry.tool_name)
+        if traits.category == "plan":
+            self.plan_in_view = True  # the model's own plan call is in history
         if traits.category == "memory":
             self.info_actions = 0
             self.two_action_given = False
@@ -226,7 +215,7 @@ class RuleState:
             self.info_actions = 0
             self.two_action_given = True
         elif entry.rule == PLAN_RULE:
-            self.last_plan = recited_plan(entry.text)
+            self.plan_in_view = True
         elif entry.rule == STRIKE_RULE:
             for name in self.struck():
                 del self.strikes[name]
@@ -243,7 +232,7 @@ class RuleState:
 
     def plan_due(self) -> bool:
         """Whether the plan file must be recited into history (see the module docstring)."""
-        return not self.awaiting_reboot and self.last_plan is None
+        return not self.awaiting_reboot and not self.plan_in_view
 
     def two_action_due(self) -> bool:
         """Whether the 2-action reminder is due."""

@@ -13,6 +13,8 @@ from contextengine.memory.plan import MARKS, Plan, one_line
 
 OBJECTIVE_CHARS = 120
 HEADING = "## Task status"
+UNCHANGED = "Task status unchanged."
+NO_PLAN = "No plan yet."
 FULL_EVERY = 5  # iterations between full recitals of an unchanged status (R8.2)
 _REMINDER_BLOCK = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
@@ -34,7 +36,7 @@ def task_status(plan: Plan, first_user_text: str | None) -> str:
     lines = [HEADING, f"Objective: {objective or '(not set)'}"]
     steps = plan.steps
     if not steps:
-        lines.append("No plan yet.")
+        lines.append(NO_PLAN)
     for number, step in enumerate(steps, 1):
         lines.append(f"[{MARKS[step.status]}] {number} {step.text}")
     if plan.blockers:
@@ -48,14 +50,15 @@ def task_status(plan: Plan, first_user_text: str | None) -> str:
 
 
 def brief_status(plan: Plan) -> str:
-    """The tail while the full status is unchanged and recently recited: the focus only."""
+    """The tail while the full status is unchanged and recently recited: one line, the
+    focus only (no heading: the line is paid uncached on every such request)."""
     current = plan.current_index
     if current is not None:
         step = plan.steps[current]
-        return f"{HEADING} (unchanged)\nFocus: step {current + 1} {step.text}"
+        return f"{UNCHANGED} Focus: step {current + 1} {step.text}"
     if plan.steps:
-        return f"{HEADING} (unchanged)\nEvery step is finished; check the result and report."
-    return f"{HEADING} (unchanged)\nNo plan yet."
+        return f"{UNCHANGED} Every step is finished; check the result and report."
+    return NO_PLAN
 
 
 class TailRecital:
@@ -69,7 +72,9 @@ class TailRecital:
     def tail(self, plan: Plan, first_user_text: str | None, iteration: int) -> str:
         """The tail for a request made at ``iteration`` (model calls so far)."""
         full = task_status(plan, first_user_text)
-        due = iteration == self._full_at or iteration - self._full_at >= FULL_EVERY
+        # the periodic recital is the plan's (R8.2): without one there is nothing to recite
+        periodic = bool(plan.steps) and iteration - self._full_at >= FULL_EVERY
+        due = iteration == self._full_at or periodic
         if full != self._full or due:
             self._full, self._full_at = full, iteration
             return full

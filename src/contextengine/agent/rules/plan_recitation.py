@@ -1,10 +1,11 @@
 """Plan recitation (R8.2): the plan file is recited into history when it is not in view.
 
-That is at session start (with where the memory files are; even an empty plan, which is
-recited only then), after a compaction, and before the next model call after a
+That is at session start, after a compaction, and before the next model call after a
 high-risk tool (a shell command, a deletion, an overwrite): the recital waits for the
 batch's results, as the native wire formats allow no message between an assistant
-message and its tool results.
+message and its tool results. An empty plan is not recited: there is nothing to read
+(the tail says there is no plan), and the model's own plan call keeps the plan it writes
+in view. Each recital says where the memory files are.
 """
 
 from __future__ import annotations
@@ -50,11 +51,9 @@ class PlanRecitation(Rule):
     def _recitation(self, reason: RecitationReason) -> HookResult:
         ctx = self.ctx
         plan_text = ctx.plan_body()
-        if not plan_text and reason != "session start":
+        if not plan_text or not ctx.state.plan_due():
             return NOTHING
-        if not ctx.state.plan_due():
-            return NOTHING
-        where = ctx.workspace.display(ctx.session.directory) if reason == "session start" else None
+        where = ctx.workspace.display(ctx.session.directory)
         text = plan_reminder_text(reason, plan_text, where)
         return HookResult((ReminderEntry(rule=PLAN_RULE, text=text),))
 

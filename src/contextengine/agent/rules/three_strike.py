@@ -7,6 +7,7 @@ from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import Rule
 from contextengine.agent.rules.calls import clip
 from contextengine.memory.reboot import human_help, reboot_prompt
+from contextengine.memory.status import objective_of
 from contextengine.memory.working_memory import PROGRESS
 from contextengine.tools.base import ToolOutcome
 from contextengine.types import ToolCall
@@ -27,7 +28,9 @@ class ThreeStrikeRule(Rule):
             return NOTHING
         # The reboot prompt carries the plan itself: no separate recitation.
         memory = self.ctx.memory
-        return HookResult(reboot=reboot_prompt(struck, self.ctx.plan_body(), memory.read(PROGRESS)))
+        objective = objective_of(state.first_user_text or "")
+        prompt = reboot_prompt(struck, objective, self.ctx.plan_body(), memory.read(PROGRESS))
+        return HookResult(reboot=prompt)
 
     def after_reboot(self, answer: str) -> HookResult:
         """Log the reboot answer; hand over to a human when question 5 says so."""
