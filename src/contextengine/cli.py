@@ -270,11 +270,13 @@ def _settings(
     config: Path | None, timeout: float | None, retries: int | None, **options: object
 ) -> Config:
     """The config file's settings with the command line's ``--timeout`` / ``--retries``
-    and other ``options`` (named like settings; ``None`` = not given)."""
-    settings = Config.load(config)
-    changes = {"request_timeout_s": timeout, "max_retries": retries, **options}
-    given = {name: value for name, value in changes.items() if value is not None}
-    return settings.with_flags(**given) if given else settings
+    and other ``options`` (named like settings, given as ``--name``; ``None`` = not given)."""
+    cli: dict[str, tuple[str, object]] = {
+        "request_timeout_s": ("--timeout", timeout),
+        "max_retries": ("--retries", retries),
+    }
+    cli.update({name: ("--" + name.replace("_", "-"), value) for name, value in options.items()})
+    return Config.load(config, cli=cli)
 
 
 def _provider(name: str, model: str | None, base_url: str | None, settings: Config) -> Provider:
