@@ -40,10 +40,11 @@ app = typer.Typer(
     help="Context engineering engine and agent harness: cache-stable requests, recitation, "
     "working memory, reversible compression and compaction.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 out = Console(highlight=False, soft_wrap=True)
+PROG = "contextengine"
 
 
 def _show_version(value: bool) -> None:
@@ -313,11 +314,12 @@ def _prompt_lines() -> Iterator[str]:
 
 def main() -> None:
     """Entry point: user mistakes become one line on stderr and exit 2, never a traceback."""
+    # one program name however started, so shell completion's script and variable match it
     if len(sys.argv) < 2:
-        app()  # standalone: prints the help and exits
+        app(prog_name=PROG)  # standalone: prints the help (or completes a word) and exits
         return
     try:
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, prog_name=PROG)
     except UsageProblem as exc:
         _fail(exc.format_message())
     except ContextEngineError as exc:
