@@ -290,10 +290,12 @@ class _EnvSource(EnvSettingsSource):
     def __init__(self, env: Mapping[str, str]) -> None:
         self._given_env = env
         super().__init__(Config)
+        # the library skips variables that name no setting; a typo must not pass unnoticed
         for key in env:
-            unknown = key.startswith(ENV_PREFIX) and key not in _NOT_SETTINGS
-            if unknown and key[len(ENV_PREFIX) :].lower() not in Config.model_fields:
-                name = key[len(ENV_PREFIX) :].lower()
+            if not key.startswith(ENV_PREFIX) or key in _NOT_SETTINGS:
+                continue
+            name = key[len(ENV_PREFIX) :].lower()
+            if name not in Config.model_fields:
                 raise ConfigError(f"environment variable {key}: unknown setting {name!r}")
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
@@ -309,18 +311,16 @@ _NOT_SETTINGS = TOOLING_ENV | {CONFIG_ENV}
 
 
 def _read_file(path: Path) -> dict[str, Any]:
-    source_type = (
-        YamlConfigSettingsSource
-        if path.suffix.lower() in {".yaml", ".yml"}
-        else TomlConfigSettingsSource
-    )
+    is_yaml = path.suffix.lower() in {".yaml", ".yml"}
     try:
+        # the library skips a file it cannot find; one the user named must be there
         with path.open("rb"):
             pass
-        if source_type is YamlConfigSettingsSource:
-            source: PydanticBaseSettingsSource = YamlConfigSettingsSource(Config, yaml_file=path)
-        else:
-            source = TomlConfigSettingsSource(Config, toml_file=path)
+        source: PydanticBaseSettingsSource = (
+            YamlConfigSettingsSource(Config, yaml_file=path)
+            if is_yaml
+            else TomlConfigSettingsSource(Config, toml_file=path)
+        )
         data = source()
     except OSError as exc:
         raise ConfigError(f"config file {path}: cannot read ({exc.strerror})") from exc
