@@ -1,4 +1,9 @@
+import tempfile
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextengine import Config, ConfigError
 from contextengine.config import COMPONENT_FLAGS
@@ -120,3 +125,26 @@ def test_config_ignores_the_environment_unless_loaded(monkeypatch):
     monkeypatch.setenv("CONTEXTENGINE_KEEP_ROUNDS", "3")
     assert Config().keep_rounds == 10 and Config(keep_rounds=5).keep_rounds == 5
     assert Config.load().keep_rounds == 3
+
+
+@given(
+    bad_in=st.sampled_from(["file", "env", "cli"]),
+    bad=st.integers(max_value=0),
+    good=st.integers(min_value=1, max_value=1000),
+)
+@settings(max_examples=30, deadline=None)
+def test_the_error_names_the_source_holding_the_bad_value(bad_in, bad, good):
+    values = {src: (bad if src == bad_in else good) for src in ("file", "env", "cli")}
+    # a later source only overrides when the bad value sits in it or after it
+    env = {"CONTEXTENGINE_KEEP_ROUNDS": str(values["env"])} if bad_in != "file" else {}
+    cli = {"keep_rounds": ("--keep-rounds", values["cli"] if bad_in == "cli" else None)}
+    with tempfile.TemporaryDirectory() as folder, pytest.raises(ConfigError) as info:
+        path = Path(folder) / "c.toml"
+        path.write_text(f"keep_rounds = {values['file']}\n")
+        Config.load(path, env=env, cli=cli)
+    expected = {
+        "file": f"config file {path}: setting 'keep_rounds': ",
+        "env": "environment variable CONTEXTENGINE_KEEP_ROUNDS: ",
+        "cli": "--keep-rounds: ",
+    }[bad_in]
+    assert str(info.value).startswith(expected)
