@@ -173,7 +173,7 @@ def report_command(
         table.add_row(key.replace("_", " "), f"{getattr(report, key):,}")
     table.add_row("output tokens", f"{report.output_tokens:,}")
     table.add_row("cache hit rate", f"{report.hit_rate:.1%}")
-    if report.unpriced_models and report.cost_without_cache_usd == 0:
+    if report.unpriced_models and set(report.models) == set(report.unpriced_models):
         table.add_row("cost", f"{UNKNOWN_PRICE} ({', '.join(report.unpriced_models)})")
     else:
         unpriced = (
