@@ -73,6 +73,14 @@ def test_bad_env_override(tmp_path):
     assert_one_line_error(result, "CONTEXTENGINE_DIVERSITY")
 
 
+def test_a_bad_option_value_names_the_option_not_the_config_file(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text("request_timeout_s = 30\n")
+    result = run_cli("run", "hi", "-c", str(config), "--timeout", "0", "-w", str(tmp_path))
+    assert_one_line_error(result, "--timeout: Input should be greater than 0")
+    assert str(config) not in result.stderr
+
+
 def test_resume_of_a_folder_without_a_session(tmp_path):
     result = run_cli(
         "run",

@@ -112,11 +112,11 @@ CASES: dict[str, tuple[Case, str]] = {
     "config missing": (lambda tmp: ["run", "hi", *VLLM, "-c", str(tmp / "no.toml")], "no.toml"),
     "config a folder": (lambda tmp: ["run", "hi", *VLLM, "-c", str(tmp)], "is a directory"),
     # command-line options
-    "timeout negative": (run_with("--timeout", "-1"), "request_timeout_s"),
-    "timeout NaN": (run_with("--timeout", "nan"), "request_timeout_s"),
+    "timeout negative": (run_with("--timeout", "-1"), "--timeout: "),
+    "timeout NaN": (run_with("--timeout", "nan"), "--timeout: "),
     "timeout not a number": (run_with("--timeout", "soon"), "'--timeout'"),
-    "retries negative": (run_with("--retries", "-1"), "max_retries"),
-    "retries too many": (run_with("--retries", "1000"), "max_retries"),
+    "retries negative": (run_with("--retries", "-1"), "--retries: "),
+    "retries too many": (run_with("--retries", "1000"), "--retries: "),
     "protocol unknown": (run_with("--protocol", "xml"), "--protocol must be"),
     "provider unknown": (lambda tmp: ["run", "hi", "-p", "nope"], "unknown provider 'nope'"),
     "provider needs a base URL": (

@@ -1,4 +1,9 @@
+import tempfile
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextengine import Config, ConfigError
 from contextengine.config import COMPONENT_FLAGS
@@ -65,7 +70,9 @@ def test_bad_files_give_one_clear_line(tmp_path, content, message):
 
 
 def test_bad_env_values_are_errors():
-    with pytest.raises(ConfigError, match="CONTEXTENGINE_DIVERSITY: expected a boolean"):
+    with pytest.raises(
+        ConfigError, match=r"^environment variable CONTEXTENGINE_DIVERSITY: .*boolean"
+    ):
         Config.load(env={"CONTEXTENGINE_DIVERSITY": "maybe"})
     with pytest.raises(ConfigError, match="unknown setting 'nope'"):
         Config.load(env={"CONTEXTENGINE_NOPE": "1"})
@@ -87,3 +94,57 @@ def test_with_flags_validates():
     assert not Config().with_flags(recitation=False).flag("recitation")
     with pytest.raises(ConfigError):
         Config().with_flags(recitaton=False)
+
+
+def test_a_bad_value_is_blamed_on_the_source_it_came_from(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text("keep_rounds = 3\nmax_retries = 2\n")
+    bad_env = {"CONTEXTENGINE_KEEP_ROUNDS": "0"}
+    with pytest.raises(ConfigError) as info:
+        Config.load(config, env=bad_env)
+    assert str(info.value).startswith("environment variable CONTEXTENGINE_KEEP_ROUNDS: ")
+    assert str(config) not in str(info.value), "the file holds a good value"
+    config.write_text("keep_rounds = 0\n")
+    with pytest.raises(ConfigError) as info:
+        Config.load(config, env={"CONTEXTENGINE_MAX_RETRIES": "3"})
+    assert str(info.value).startswith(f"config file {config}: setting 'keep_rounds': ")
+    with pytest.raises(ConfigError) as info:
+        Config.load(env={}, cli={"max_retries": ("--retries", 99), "keep_rounds": ("-k", None)})
+    assert str(info.value).startswith("--retries: ")
+
+
+def test_later_sources_win_file_then_env_then_command_line(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("keep_rounds: 3\nmax_retries: 1\nmax_steps: 7\n")
+    env = {"CONTEXTENGINE_MAX_RETRIES": "4", "CONTEXTENGINE_MAX_STEPS": "8"}
+    loaded = Config.load(config, env=env, cli={"max_steps": ("--steps", 9)})
+    assert (loaded.keep_rounds, loaded.max_retries, loaded.max_steps) == (3, 4, 9)
+
+
+def test_config_ignores_the_environment_unless_loaded(monkeypatch):
+    monkeypatch.setenv("CONTEXTENGINE_KEEP_ROUNDS", "3")
+    assert Config().keep_rounds == 10 and Config(keep_rounds=5).keep_rounds == 5
+    assert Config.load().keep_rounds == 3
+
+
+@given(
+    bad_in=st.sampled_from(["file", "env", "cli"]),
+    bad=st.integers(max_value=0),
+    good=st.integers(min_value=1, max_value=1000),
+)
+@settings(max_examples=30, deadline=None)
+def test_the_error_names_the_source_holding_the_bad_value(bad_in, bad, good):
+    values = {src: (bad if src == bad_in else good) for src in ("file", "env", "cli")}
+    # a later source only overrides when the bad value sits in it or after it
+    env = {"CONTEXTENGINE_KEEP_ROUNDS": str(values["env"])} if bad_in != "file" else {}
+    cli = {"keep_rounds": ("--keep-rounds", values["cli"] if bad_in == "cli" else None)}
+    with tempfile.TemporaryDirectory() as folder, pytest.raises(ConfigError) as info:
+        path = Path(folder) / "c.toml"
+        path.write_text(f"keep_rounds = {values['file']}\n")
+        Config.load(path, env=env, cli=cli)
+    expected = {
+        "file": f"config file {path}: setting 'keep_rounds': ",
+        "env": "environment variable CONTEXTENGINE_KEEP_ROUNDS: ",
+        "cli": "--keep-rounds: ",
+    }[bad_in]
+    assert str(info.value).startswith(expected)

@@ -40,10 +40,11 @@ app = typer.Typer(
     help="Context engineering engine and agent harness: cache-stable requests, recitation, "
     "working memory, reversible compression and compaction.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 out = Console(highlight=False, soft_wrap=True)
+PROG = "contextengine"
 
 
 def _show_version(value: bool) -> None:
@@ -270,11 +271,13 @@ def _settings(
     config: Path | None, timeout: float | None, retries: int | None, **options: object
 ) -> Config:
     """The config file's settings with the command line's ``--timeout`` / ``--retries``
-    and other ``options`` (named like settings; ``None`` = not given)."""
-    settings = Config.load(config)
-    changes = {"request_timeout_s": timeout, "max_retries": retries, **options}
-    given = {name: value for name, value in changes.items() if value is not None}
-    return settings.with_flags(**given) if given else settings
+    and other ``options`` (named like settings, given as ``--name``; ``None`` = not given)."""
+    cli: dict[str, tuple[str, object]] = {
+        "request_timeout_s": ("--timeout", timeout),
+        "max_retries": ("--retries", retries),
+    }
+    cli.update({name: ("--" + name.replace("_", "-"), value) for name, value in options.items()})
+    return Config.load(config, cli=cli)
 
 
 def _provider(name: str, model: str | None, base_url: str | None, settings: Config) -> Provider:
@@ -311,11 +314,12 @@ def _prompt_lines() -> Iterator[str]:
 
 def main() -> None:
     """Entry point: user mistakes become one line on stderr and exit 2, never a traceback."""
+    # one program name however started, so shell completion's script and variable match it
     if len(sys.argv) < 2:
-        app()  # standalone: prints the help and exits
+        app(prog_name=PROG)  # standalone: prints the help (or completes a word) and exits
         return
     try:
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, prog_name=PROG)
     except UsageProblem as exc:
         _fail(exc.format_message())
     except ContextEngineError as exc:

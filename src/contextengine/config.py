@@ -1,8 +1,9 @@
 """Settings and feature flags (R10.1): one file, a master switch, one switch per component.
 
-``Config()`` is all defaults. ``Config.load(path)`` reads a TOML or YAML file with flat keys
-and then applies ``CONTEXTENGINE_<FIELD>`` environment overrides. With ``enabled = false``
-every component is off and the engine is a plain chat-history builder.
+``Config()`` is all defaults. ``Config.load(path)`` reads a TOML or YAML file with flat keys,
+then ``CONTEXTENGINE_<FIELD>`` environment overrides, then command-line options, each through a
+pydantic-settings source; a bad value is blamed on the source it came from. With
+``enabled = false`` every component is off and the engine is a plain chat-history builder.
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+    YamlConfigSettingsSource,
+)
 
 from contextengine.errors import ConfigError
 from contextengine.tools.modes import MODE_NAMES, ModeName
@@ -44,10 +54,10 @@ COMPONENT_FLAGS: tuple[str, ...] = (
 )
 
 
-class Config(BaseModel):
+class Config(BaseSettings):
     """Every setting of a session. Unknown keys are errors, never silently ignored."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(extra="forbid", frozen=True, env_prefix=ENV_PREFIX)
 
     context_window: int = Field(200_000, gt=0, description="Model context window in tokens.")
     compaction_trigger: float = Field(
@@ -232,37 +242,96 @@ class Config(BaseModel):
 
     def with_flags(self, **changes: Any) -> Config:
         """A copy with some settings changed (validated like a file would be)."""
-        return _validate({**self.model_dump(), **changes}, source="with_flags")
+        values = {**self.model_dump(), **changes}
+        return _validate(values, {name: ("with_flags", False) for name in changes})
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """``Config(...)`` is its arguments and the defaults; only ``load`` reads file and env."""
+        return (init_settings,)
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        cli: Mapping[str, tuple[str, Any]] | None = None,
     ) -> Config:
-        """Read a TOML/YAML file (or none), then apply ``CONTEXTENGINE_*`` env overrides."""
+        """Read a TOML/YAML file (or none), then ``CONTEXTENGINE_*`` env overrides, then
+        ``cli`` (setting name -> (its command-line option, value); ``None`` = not given)."""
         env = os.environ if env is None else env
         if path is None and env.get(CONFIG_ENV):
             path = env[CONFIG_ENV]
-        data: dict[str, Any] = {}
-        source = "environment"
+        values: dict[str, Any] = {}
+        origins: dict[str, _Origin] = {}
         if path is not None:
-            data = _read_file(Path(path))
-            source = str(path)
-        data.update(_env_overrides(env))
-        return _validate(data, source=source)
+            from_file = _read_file(Path(path))
+            values.update(from_file)
+            origins.update({name: (f"config file {path}", False) for name in from_file})
+        from_env = _EnvSource(env)()
+        values.update(from_env)
+        origins.update(
+            {name: (f"environment variable {ENV_PREFIX}{name.upper()}", True) for name in from_env}
+        )
+        given = {name: pair for name, pair in (cli or {}).items() if pair[1] is not None}
+        values.update({name: value for name, (_, value) in given.items()})
+        origins.update({name: (flag, True) for name, (flag, _) in given.items()})
+        return _validate(values, origins)
+
+
+_Origin = tuple[str, bool]
+"""Where a setting's value came from, and whether that label already names the setting."""
+
+
+class _EnvSource(EnvSettingsSource):
+    """``CONTEXTENGINE_*`` variables of a given mapping; lists are comma-separated."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._given_env = env
+        super().__init__(Config)
+        # the library skips variables that name no setting; a typo must not pass unnoticed
+        for key in env:
+            if not key.startswith(ENV_PREFIX) or key in _NOT_SETTINGS:
+                continue
+            name = key[len(ENV_PREFIX) :].lower()
+            if name not in Config.model_fields:
+                raise ConfigError(f"environment variable {key}: unknown setting {name!r}")
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        # the library reads os.environ; tests and callers may hand in their own mapping
+        return {key.lower(): value for key, value in self._given_env.items()}
+
+    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
+        """A list setting is comma-separated text (``a,b``), as the docs show it."""
+        return tuple(part.strip() for part in str(value).split(",") if part.strip())
+
+
+_NOT_SETTINGS = TOOLING_ENV | {CONFIG_ENV}
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    is_yaml = path.suffix.lower() in {".yaml", ".yml"}
     try:
-        text = path.read_text(encoding="utf-8")
+        # the library skips a file it cannot find; one the user named must be there
+        with path.open("rb"):
+            pass
+        source: PydanticBaseSettingsSource = (
+            YamlConfigSettingsSource(Config, yaml_file=path)
+            if is_yaml
+            else TomlConfigSettingsSource(Config, toml_file=path)
+        )
+        data = source()
     except OSError as exc:
         raise ConfigError(f"config file {path}: cannot read ({exc.strerror})") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {path}: not UTF-8 text (byte {exc.start})") from None
-    try:
-        if path.suffix.lower() in {".yaml", ".yml"}:
-            data = yaml.safe_load(text) or {}
-        else:
-            data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         first_line = str(exc).splitlines()[0]
         raise ConfigError(
@@ -270,44 +339,23 @@ def _read_file(path: Path) -> dict[str, Any]:
         ) from exc
     except RecursionError:
         raise ConfigError(f"config file {path}: nested too deeply") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path}: expected a table of settings at the top level")
+    except (TypeError, ValueError, AttributeError):
+        raise ConfigError(
+            f"config file {path}: expected a table of settings at the top level"
+        ) from None
     return data
 
 
-def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
-    known = set(Config.model_fields)
-    out: dict[str, Any] = {}
-    for key, value in env.items():
-        if not key.startswith(ENV_PREFIX) or key == CONFIG_ENV or key in TOOLING_ENV:
-            continue
-        name = key[len(ENV_PREFIX) :].lower()
-        if name not in known:
-            raise ConfigError(f"environment variable {key}: unknown setting {name!r}")
-        out[name] = _parse_env_value(key, value, Config.model_fields[name].annotation)
-    return out
-
-
-def _parse_env_value(key: str, value: str, annotation: Any) -> Any:
-    if annotation is bool:
-        lowered = value.strip().lower()
-        if lowered in {"1", "true", "yes", "on"}:
-            return True
-        if lowered in {"0", "false", "no", "off"}:
-            return False
-        raise ConfigError(f"environment variable {key}: expected a boolean, got {value!r}")
-    if annotation == tuple[str, ...]:
-        return tuple(part.strip() for part in value.split(",") if part.strip())
-    return value
-
-
-def _validate(data: dict[str, Any], source: str) -> Config:
+def _validate(data: dict[str, Any], origins: Mapping[str, _Origin]) -> Config:
+    """``Config`` of ``data``; an error names where the offending value came from."""
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        name = str(err["loc"][0]) if err["loc"] else ""
+        source, names_setting = origins.get(name, ("settings", False))
         if err["type"] == "extra_forbidden":
             known = ", ".join(sorted(Config.model_fields))
-            raise ConfigError(f"{source}: unknown setting {where!r} (known: {known})") from None
-        raise ConfigError(f"{source}: setting {where!r}: {err['msg']}") from None
+            raise ConfigError(f"{source}: unknown setting {name!r} (known: {known})") from None
+        where = source if names_setting else f"{source}: setting {name!r}"
+        raise ConfigError(f"{where}: {err['msg']}") from None

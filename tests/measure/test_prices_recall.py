@@ -1,12 +1,13 @@
 import pytest
 
 from contextengine.errors import ContextEngineError
-from contextengine.measure.prices import DEFAULT_FAMILY, family_of, prices_for
+from contextengine.measure.prices import DEFAULT_FAMILY, Prices, model_prices, prices_for, usd
 from contextengine.measure.recall import mean_recall, request_text, step_recall, step_references
 from contextengine.measure.trajectory import parse_trajectory
 
 
 def test_sonnet_prices_charge_each_kind_of_token() -> None:
+    """The replay's default prices: the bench's ratios depend on exactly these."""
     sonnet = prices_for("claude-sonnet")
     assert DEFAULT_FAMILY == "claude-sonnet"
     assert sonnet.cost(1_000_000, 0, 0, 0) == pytest.approx(3.0)
@@ -18,18 +19,34 @@ def test_sonnet_prices_charge_each_kind_of_token() -> None:
 
 
 @pytest.mark.parametrize(
-    ("model", "family"),
+    ("model", "prices"),
     [
-        ("claude-opus-4-6", "claude-opus"),
-        ("claude-3-5-sonnet-20241022", "claude-sonnet"),
-        ("claude-haiku-4-5-20251001", "claude-haiku"),
-        ("gpt-4.1-mini", "gpt-4.1"),
-        ("gpt-4o", "gpt-4o"),
-        ("scripted", "claude-sonnet"),
+        ("claude-opus-4-6", Prices(5.0, 0.50, 6.25, 25.0)),
+        ("claude-3-5-sonnet-20241022", Prices(3.0, 0.30, 3.75, 15.0)),
+        ("claude-haiku-4-5-20251001", Prices(1.0, 0.10, 1.25, 5.0)),
+        ("gpt-4.1-mini", Prices(0.4, 0.10, 0.4, 1.6)),
+        ("gpt-4o", Prices(2.5, 1.25, 2.5, 10.0)),
+        ("gpt-5", Prices(1.25, 0.125, 1.25, 10.0)),
+        ("o3", Prices(2.0, 0.5, 2.0, 8.0)),
     ],
 )
-def test_models_map_to_price_families(model: str, family: str) -> None:
-    assert family_of(model) == family
+def test_models_are_priced_from_genai_prices(model: str, prices: Prices) -> None:
+    assert model_prices(model) == prices
+    assert prices_for(model) == prices, "--prices also takes a model name"
+
+
+@pytest.mark.parametrize("model", ["scripted", "my-finetune", "Qwen/Qwen2.5-Coder-7B-Instruct"])
+def test_unknown_models_have_no_price_never_sonnets(model: str) -> None:
+    assert model_prices(model) is None
+    assert usd(None) == "price unknown" and usd(0.5) == "$0.5000"
+    with pytest.raises(ContextEngineError, match="unknown price family"):
+        prices_for(model)
+
+
+def test_a_gemini_model_is_priced_as_itself() -> None:
+    gemini = model_prices("gemini-2.5-pro")
+    assert gemini is not None and gemini != prices_for(DEFAULT_FAMILY)
+    assert gemini.input == pytest.approx(1.25), "the base tier, below 200k tokens"
 
 
 def test_references_come_from_earlier_observations_only() -> None:

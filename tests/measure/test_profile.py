@@ -350,3 +350,15 @@ def test_a_side_call_is_a_branch_the_next_request_does_not_break_on() -> None:
     assert profile.requests[1].cache_break.cause.cause == "tools_changed"
     assert profile.requests[2].cache_break is None  # continues the request before the side call
     assert profile.requests[2].conversation == 1
+
+
+def test_a_break_of_a_model_without_a_known_price_has_no_cost() -> None:
+    bodies = [
+        {**chat([TASK], SYSTEM + "Now: 2026-11-22T10:00:01Z."), "model": "my-finetune"},
+        {**chat([TASK, *STEP], SYSTEM + "Now: 2026-11-22T10:04:59Z."), "model": "my-finetune"},
+    ]
+    profile = profile_requests(CapturedRequest(b) for b in bodies)
+    brk = profile.requests[-1].cache_break
+    assert brk is not None and brk.lost_tokens > 0 and brk.cost_usd is None
+    summary = profile.summary()
+    assert summary["unpriced_models"] == ["my-finetune"] and summary["break_cost_usd"] == 0

@@ -94,7 +94,7 @@ def test_report_plot_writes_a_png_and_the_human_table(session_dir: Path, tmp_pat
     done = cli("report", session_dir, "--plot", plot)
     assert done.returncode == 0, done.stderr
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    for words in ("cache hit rate", "savings", "claude-sonnet"):
+    for words in ("cache hit rate", "savings", "claude-sonnet-4-5"):
         assert words in done.stdout
 
 
@@ -106,3 +106,24 @@ def test_report_prices_option_and_missing_session(session_dir: Path, tmp_path: P
     assert done.returncode == 2 and "not a folder" in done.stderr
     done = cli("report", tmp_path)
     assert done.returncode == 2 and "no usage.jsonl" in done.stderr
+
+
+def test_a_model_without_a_known_price_is_reported_as_unknown(
+    tmp_path: Path, session_dir: Path
+) -> None:
+    copy = tmp_path / "s"
+    copy.mkdir()
+    lines = [json.loads(line) for line in (session_dir / "usage.jsonl").read_text().splitlines()]
+    lines[-1]["model"] = "my-finetune"
+    (copy / "usage.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = json.loads(cli("report", copy, "--json").stdout)
+    assert report["unpriced_models"] == ["my-finetune"]
+    assert report["prices"] == "claude-sonnet-4-5, price unknown"
+    whole = json.loads(cli("report", session_dir, "--json").stdout)
+    assert 0 < report["cost_usd"] < whole["cost_usd"], "the unknown call is not priced as Sonnet"
+    for line in lines:
+        line["model"] = "my-finetune"
+    (copy / "usage.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = cli("report", copy)
+    assert done.returncode == 0 and "price unknown (my-finetune)" in done.stdout
+    assert "$" not in done.stdout

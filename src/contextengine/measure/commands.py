@@ -13,9 +13,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from contextengine.config import Config
-from contextengine.measure.prices import DEFAULT_FAMILY, PRICE_TABLE
+from contextengine.measure.prices import DEFAULT_FAMILY, FAMILY_MODELS, UNKNOWN_PRICE
 
-PRICES_HELP = "Price family: " + ", ".join(PRICE_TABLE) + f" (default {DEFAULT_FAMILY})."
+PRICES_HELP = (
+    "Prices: a family ("
+    + ", ".join(FAMILY_MODELS)
+    + ") or any model name genai-prices knows"
+    + f" (default {DEFAULT_FAMILY})."
+)
 
 
 def replay_command(
@@ -168,9 +173,17 @@ def report_command(
         table.add_row(key.replace("_", " "), f"{getattr(report, key):,}")
     table.add_row("output tokens", f"{report.output_tokens:,}")
     table.add_row("cache hit rate", f"{report.hit_rate:.1%}")
-    table.add_row(f"cost ({report.prices or '-'})", f"${report.cost_usd:.4f}")
-    table.add_row("cost without a cache", f"${report.cost_without_cache_usd:.4f}")
-    table.add_row("savings", f"${report.savings_usd:.4f} ({report.savings_share:.1%})")
+    if report.unpriced_models and set(report.models) == set(report.unpriced_models):
+        table.add_row("cost", f"{UNKNOWN_PRICE} ({', '.join(report.unpriced_models)})")
+    else:
+        unpriced = (
+            f" + {UNKNOWN_PRICE} for {', '.join(report.unpriced_models)}"
+            if report.unpriced_models
+            else ""
+        )
+        table.add_row(f"cost ({report.prices or '-'})", f"${report.cost_usd:.4f}{unpriced}")
+        table.add_row("cost without a cache", f"${report.cost_without_cache_usd:.4f}")
+        table.add_row("savings", f"${report.savings_usd:.4f} ({report.savings_share:.1%})")
     table.add_row("cache breaks", str(len(report.cache_breaks)))
     console.print(table)
     for brk in report.cache_breaks:

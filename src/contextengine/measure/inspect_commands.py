@@ -16,6 +16,7 @@ from contextengine.agent.usage_log import read_usage
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.inspector import CallView, first_difference, inspect_session
+from contextengine.measure.prices import usd
 from contextengine.measure.report import usage_report
 from contextengine.session.folders import workspace_sessions
 from contextengine.session.layout import SessionLayout
@@ -168,7 +169,7 @@ def sessions_command(
             escape(s["title"]),
             str(s["turns"]),
             str(s["calls"]),
-            f"${s['cost_usd']:.4f}",
+            usd(s["cost_usd"]),
         )
     Console(highlight=False, soft_wrap=True).print(table)
     if not shown:
@@ -180,6 +181,7 @@ def _summary(directory: Path) -> dict[str, Any]:
     messages = user_messages(layout.log)
     records = list(read_usage(layout.usage_log)) if layout.usage_log.is_file() else []
     first = messages[0].strip().splitlines()[0] if messages and messages[0].strip() else ""
+    report = usage_report(directory, records)
     return {
         "id": directory.name,
         "directory": str(directory),
@@ -187,7 +189,7 @@ def _summary(directory: Path) -> dict[str, Any]:
         "title": first[:TITLE_CHARS],
         "turns": len(messages),
         "calls": len(records),
-        "cost_usd": usage_report(directory, records).cost_usd,
+        "cost_usd": None if report.unpriced_models else report.cost_usd,
         "messages": messages,
     }
 

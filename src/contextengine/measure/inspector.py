@@ -147,7 +147,8 @@ def timeline(session_dir: Path) -> dict[str, Any]:
                 "cache_write": r.cache_write_tokens,
                 "uncached": max(0, r.input_tokens - r.cached_tokens - r.cache_write_tokens),
                 "output": r.output_tokens,
-                "cost_usd": round(call_cost(r), 6),
+                # unknown prices count as 0 here; the totals list those models
+                "cost_usd": round(call_cost(r) or 0.0, 6),
                 "events": call_events(r),
             }
         )

@@ -1,8 +1,17 @@
-"""Prices per model family (USD per million tokens) and the cost of one call."""
+"""Prices (USD per million tokens) from genai-prices' bundled data, and the cost of one call.
+
+A model genai-prices does not know (a self-hosted name, a new model) has no price: callers
+report it as "price unknown" rather than guessing. Only the data shipped inside the installed
+package is read, never fetched, so a replay prices the same on every machine.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from functools import cache
+from typing import Any
 
 from contextengine.errors import ContextEngineError
 
@@ -26,33 +35,64 @@ class Prices:
         ) / 1_000_000
 
 
+UNKNOWN_PRICE = "price unknown"
+"""How a model without a known price is reported."""
+
 DEFAULT_FAMILY = "claude-sonnet"
-# Checked against the vendors' price pages; a family without a cache-write premium
-# (OpenAI caches automatically) charges writes at the input price.
-PRICE_TABLE: dict[str, Prices] = {
-    "claude-sonnet": Prices(3.0, 0.30, 3.75, 15.0),
-    "claude-opus": Prices(5.0, 0.50, 6.25, 25.0),
-    "claude-haiku": Prices(1.0, 0.10, 1.25, 5.0),
-    "gpt-4o": Prices(2.5, 1.25, 2.5, 10.0),
-    "gpt-4.1": Prices(2.0, 0.50, 2.0, 8.0),
+FAMILY_MODELS: dict[str, str] = {
+    "claude-sonnet": "claude-sonnet-4-6",
+    "claude-opus": "claude-opus-4-6",
+    "claude-haiku": "claude-haiku-4-5",
+    "gpt-4o": "gpt-4o",
+    "gpt-4.1": "gpt-4.1",
 }
+"""Short names ``--prices`` accepts, each priced as the genai-prices model it names."""
 
 
-def prices_for(family: str) -> Prices:
-    """The prices of a family named exactly (``--prices`` option); one-line error otherwise."""
+@cache
+def model_prices(model: str) -> Prices | None:
+    """The prices of ``model`` (a model name as a provider reports it), or None when
+    genai-prices does not know it. Tiered prices are their base tier (below 200k tokens); a
+    model without a cache discount or write premium pays the input price for those tokens."""
+    from genai_prices.data_snapshot import get_snapshot
+
     try:
-        return PRICE_TABLE[family]
-    except KeyError:
-        known = ", ".join(PRICE_TABLE)
-        raise ContextEngineError(f"unknown price family {family!r} (known: {known})") from None
+        _, info = get_snapshot().find_provider_model(model, None, None, None)
+    except LookupError:
+        return None
+    table = info.get_prices(datetime.now(UTC))
+    uncached = _per_mtok(table.input_mtok)
+    if uncached is None:
+        return None
+    cached = _per_mtok(table.cache_read_mtok)
+    write = _per_mtok(table.cache_write_mtok)
+    return Prices(
+        input=uncached,
+        cached=uncached if cached is None else cached,
+        cache_write=uncached if write is None else write,
+        output=_per_mtok(table.output_mtok) or 0.0,
+    )
 
 
-def family_of(model: str) -> str:
-    """The price family of a model name (``claude-opus-4-6`` -> ``claude-opus``), else the
-    default family."""
-    name = model.lower()
-    for family in sorted(PRICE_TABLE, key=len, reverse=True):
-        vendor, _, kind = family.partition("-")
-        if family in name or (vendor in name and kind in name):
-            return family
-    return DEFAULT_FAMILY
+def _per_mtok(price: Any) -> float | None:
+    """A genai-prices price as a float: a flat Decimal, or the base of tiered prices."""
+    if price is None:
+        return None
+    return float(price if isinstance(price, Decimal) else price.base)
+
+
+def prices_for(name: str) -> Prices:
+    """The prices ``--prices NAME`` picks: a family of ``FAMILY_MODELS`` or any model
+    genai-prices knows; one-line error otherwise."""
+    found = model_prices(FAMILY_MODELS.get(name, name))
+    if found is None:
+        known = ", ".join(FAMILY_MODELS)
+        raise ContextEngineError(
+            f"unknown price family {name!r} (known: {known}, or a model name genai-prices knows)"
+        )
+    return found
+
+
+def usd(amount: float | None) -> str:
+    """``$0.0123``, or "price unknown" for a cost that could not be priced."""
+    return UNKNOWN_PRICE if amount is None else f"${amount:.4f}"

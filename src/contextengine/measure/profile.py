@@ -20,7 +20,7 @@ from contextengine.context.monitor import common_prefix_len
 from contextengine.context.tokens import count_tokens, shared_counter
 from contextengine.measure.break_cause import BreakCause, explain_break
 from contextengine.measure.capture import CapturedRequest, CapturedUsage
-from contextengine.measure.prices import PRICE_TABLE, family_of
+from contextengine.measure.prices import model_prices
 from contextengine.measure.segments import RequestShape, request_shape
 
 OPEN_CONVERSATIONS = 64
@@ -32,7 +32,7 @@ class BreakReport:
 
     cause: BreakCause
     lost_tokens: int
-    cost_usd: float
+    cost_usd: float | None
 
     def as_dict(self) -> dict[str, Any]:
         """The ``break`` object of ``profile --json``."""
@@ -43,7 +43,7 @@ class BreakReport:
             "description": self.cause.description,
             "fix": self.cause.fix,
             "lost_tokens": self.lost_tokens,
-            "cost_usd": round(self.cost_usd, 6),
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
         }
 
 
@@ -202,12 +202,13 @@ def profile_summary(requests: list[RequestProfile]) -> dict[str, Any]:
         "breaks_by_cause": by_cause,
         "tail_replacements": sum(r.tail_replaced for r in requests),
         "lost_tokens": sum(b.lost_tokens for b in breaks),
-        "break_cost_usd": round(sum(b.cost_usd for b in breaks), 6),
+        "break_cost_usd": round(sum(b.cost_usd or 0.0 for b in breaks), 6),
         "measured_requests": len(measured),
         "measured_input_tokens": input_tokens,
         "measured_cached_tokens": cached,
         "measured_hit_rate": round(cached / input_tokens, 4) if input_tokens else None,
         "measured_cost_usd": round(sum(_usage_cost(r) for r in measured), 6),
+        "unpriced_models": sorted({r.model for r in requests if model_prices(r.model) is None}),
     }
 
 
@@ -256,21 +257,22 @@ def _continues(prev: RequestShape, cur: RequestShape, match: _Match) -> bool:
     return bool(static) and match.segment >= len(static) and messages > 1
 
 
-def _prices(model: str) -> Any:
-    return PRICE_TABLE[family_of(model)]
-
-
-def _rewrite_cost(shape: RequestShape, lost: int) -> float:
-    """USD paid for ``lost`` tokens read (and written) again instead of from the cache."""
-    prices = _prices(shape.model)
+def _rewrite_cost(shape: RequestShape, lost: int) -> float | None:
+    """USD paid for ``lost`` tokens read (and written) again instead of from the cache;
+    None when the model's prices are unknown."""
+    prices = model_prices(shape.model)
+    if prices is None:
+        return None
     return lost * (prices.cache_write - prices.cached) / 1_000_000
 
 
 def _usage_cost(request: RequestProfile) -> float:
+    """USD of a request's measured usage (0 when its model's prices are unknown)."""
     usage = request.usage
-    if usage is None:
+    prices = model_prices(request.model)
+    if usage is None or prices is None:
         return 0.0
     uncached = usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens
-    return _prices(request.model).cost(
+    return prices.cost(
         max(0, uncached), usage.cached_tokens, usage.cache_write_tokens, usage.output_tokens
     )

@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from contextengine.measure.prices import UNKNOWN_PRICE, usd
+
 SNIPPET_LINE = 70
 
 
@@ -47,7 +49,7 @@ def profile_command(
             console.print(
                 f"\nrequest {request['index']}: {brk['description']}\n"
                 f"{_clip_lines(brk['snippet'])}\n"
-                f"  cost: {brk['lost_tokens']:,} tokens re-read, ${brk['cost_usd']:.4f}\n"
+                f"  cost: {brk['lost_tokens']:,} tokens re-read, {usd(brk['cost_usd'])}\n"
                 f"  fix: {brk['fix']}",
                 markup=False,
             )
@@ -87,6 +89,8 @@ def _summary_line(summary: dict[str, Any]) -> str:
             f"; measured: {summary['measured_hit_rate']:.1%} cached, "
             f"${summary['measured_cost_usd']:.4f}"
         )
+    if summary["unpriced_models"]:
+        line += f"; {UNKNOWN_PRICE} for {', '.join(summary['unpriced_models'])}"
     return line + "."
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from contextengine.measure.prices import UNKNOWN_PRICE, usd
+
 CHART_WIDTH = 880
 CHART_HEIGHT = 240
 MARGIN = 40
@@ -55,6 +57,8 @@ def _facts(summary: dict[str, Any]) -> list[tuple[str, Any]]:
     if summary["measured_hit_rate"] is not None:
         facts.append(("measured cache hit rate (usage)", f"{summary['measured_hit_rate']:.1%}"))
         facts.append(("measured cost", f"${summary['measured_cost_usd']:.4f}"))
+    if summary["unpriced_models"]:
+        facts.append((UNKNOWN_PRICE, ", ".join(summary["unpriced_models"])))
     return facts
 
 
@@ -64,7 +68,7 @@ def _break_row(request: dict[str, Any]) -> str:
     return (
         f"<tr><td class=num>{request['index']}</td><td><b>{escape(brk['cause'])}</b><br>"
         f"{escape(brk['description'])}</td><td class=num>{index}</td>"
-        f"<td class=num>{brk['lost_tokens']:,}</td><td class=num>${brk['cost_usd']:.4f}</td>"
+        f"<td class=num>{brk['lost_tokens']:,}</td><td class=num>{usd(brk['cost_usd'])}</td>"
         f"<td><pre>{escape(brk['snippet'])}</pre></td><td>{escape(brk['fix'])}</td></tr>"
     )
 

@@ -1,9 +1,10 @@
 """The usage report (R11.1): tokens, cache hits, cost and savings of a recorded session.
 
 Reads a session's ``usage.jsonl`` (one record per model call, written by the agent). Cost
-is priced per call by the family of the call's model (``--prices`` overrides);
-savings compare with the same calls without a prompt cache (every input token at the
-uncached price). Prefix-monitor breaks are listed with their causes.
+is priced per call by the call's model in genai-prices (``--prices`` overrides); a call of a
+model without a known price costs nothing in the sums and its model is listed in
+``unpriced_models``. Savings compare with the same calls without a prompt cache (every input
+token at the uncached price). Prefix-monitor breaks are listed with their causes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from contextengine.agent.usage_log import UsageRecord, read_usage
 from contextengine.errors import ContextEngineError
-from contextengine.measure.prices import Prices, family_of, prices_for
+from contextengine.measure.prices import UNKNOWN_PRICE, Prices, model_prices, prices_for
 from contextengine.session.layout import SessionLayout
 
 
@@ -39,12 +40,14 @@ class UsageReport:
     savings_usd: float
     savings_share: float
     cache_breaks: tuple[dict[str, Any], ...]
+    unpriced_models: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready totals."""
         out = asdict(self)
         out["models"] = list(self.models)
         out["cache_breaks"] = list(self.cache_breaks)
+        out["unpriced_models"] = list(self.unpriced_models)
         return out
 
 
@@ -61,15 +64,19 @@ def load_usage(session_dir: Path) -> list[UsageRecord]:
 def usage_report(
     session_dir: Path, records: list[UsageRecord], prices: str | None = None
 ) -> UsageReport:
-    """Totals, cost and breaks of ``records``; ``prices`` names one family for every call,
-    else each call is priced by its model's family."""
+    """Totals, cost and breaks of ``records``; ``prices`` names one family or model for every
+    call, else each call is priced by its model (calls of unknown price add nothing)."""
     total_cost = no_cache_cost = 0.0
-    families: set[str] = set()
+    priced_as: set[str] = set()
+    unpriced: set[str] = set()
     for r in records:
-        family = prices or family_of(r.model)
-        families.add(family)
-        total_cost += call_cost(r, family)
-        no_cache_cost += _no_cache(prices_for(family), r)
+        table = prices_for(prices) if prices else model_prices(r.model)
+        if table is None:
+            unpriced.add(r.model)
+            continue
+        priced_as.add(prices or r.model)
+        total_cost += _with_cache(table, r)
+        no_cache_cost += _no_cache(table, r)
     input_tokens = sum(r.input_tokens for r in records)
     cached = sum(r.cached_tokens for r in records)
     writes = sum(r.cache_write_tokens for r in records)
@@ -78,7 +85,7 @@ def usage_report(
         calls=len(records),
         calls_by_purpose=dict(Counter(r.purpose for r in records)),
         models=tuple(sorted({r.model for r in records})),
-        prices=", ".join(sorted(families)),
+        prices=", ".join([*sorted(priced_as), *([UNKNOWN_PRICE] if unpriced else [])]),
         input_tokens=input_tokens,
         cached_tokens=cached,
         cache_write_tokens=writes,
@@ -94,13 +101,17 @@ def usage_report(
             for r in records
             if isinstance(r.prefix.get("break"), dict)
         ),
+        unpriced_models=tuple(sorted(unpriced)),
     )
 
 
-def call_cost(record: UsageRecord, family: str | None = None) -> float:
-    """The cost of one call in USD (``family`` prices, else its model's family)."""
-    table = prices_for(family or family_of(record.model))
-    r = record
+def call_cost(record: UsageRecord) -> float | None:
+    """The cost of one call in USD at its model's prices; None when they are unknown."""
+    table = model_prices(record.model)
+    return None if table is None else _with_cache(table, record)
+
+
+def _with_cache(table: Prices, r: UsageRecord) -> float:
     uncached = max(0, r.input_tokens - r.cached_tokens - r.cache_write_tokens)
     return table.cost(uncached, r.cached_tokens, r.cache_write_tokens, r.output_tokens)
 
