@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,17 +51,15 @@ class UsageRecord:
 
 
 class UsageLog:
-    """Appends usage records to ``usage.jsonl`` (flushed per line)."""
+    """Hands usage records, one JSON line each, to the session's store (``usage.jsonl`` in
+    the file store)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, keep: Callable[[str], None]) -> None:
+        self._keep = keep
 
     def append(self, record: UsageRecord) -> None:
         """Add one record."""
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(canonical_json(asdict(record)) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        self._keep(canonical_json(asdict(record)))
 
 
 def read_usage(path: Path) -> Iterator[UsageRecord]:
