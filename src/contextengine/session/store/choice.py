@@ -16,6 +16,7 @@ def open_store(config: Config) -> SessionStore:
     if _is_postgres(config.store):
         assert config.store is not None
         return PostgresStore(config.store)
+    sessions_base(config)  # a bad file URL fails here, before any session is made
     return FileStore()
 
 

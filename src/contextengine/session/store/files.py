@@ -38,6 +38,9 @@ class FileStore:
         """Whether the folder holds a session log."""
         return layout.log.is_file()
 
+    def check(self) -> None:
+        """Nothing to reach: folders are made as sessions are."""
+
 
 class FileSession:
     """One session's files: the log, the archives, the usage log, the memory files."""

@@ -106,7 +106,7 @@ class PostgresStore:
         try:
             conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         except (psycopg.Error, ValueError) as exc:
-            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise StoreError(f"store {self.url}: cannot connect ({reason})") from None
         if not self._schema_ready:
             with conn.transaction():
@@ -148,6 +148,10 @@ class PostgresStore:
         session = PostgresSession(conn, layout, header, [], durable=True)
         session.catch_up()
         return session, LoadReport()
+
+    def check(self) -> None:
+        """Connect once (the tables are made then)."""
+        self.connect().close()
 
     def exists(self, layout: SessionLayout) -> bool:
         """Whether a session was created for ``layout``'s folder."""

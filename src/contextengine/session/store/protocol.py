@@ -111,3 +111,7 @@ class SessionStore(Protocol):
     def exists(self, layout: SessionLayout) -> bool:
         """Whether a session has been created at ``layout``."""
         ...
+
+    def check(self) -> None:
+        """Raise ``StoreError`` (naming the store) when it cannot be used now."""
+        ...
