@@ -1,10 +1,8 @@
-"""Fixtures of the session tests: every store, PostgreSQL started once per test run."""
+"""Fixtures of the session tests: every store (``postgres`` is in ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
 import itertools
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,19 +10,9 @@ import pytest
 from contextengine.config import Config
 from contextengine.session.store.choice import open_store
 from contextengine.session.store.protocol import SessionStore
-from support.postgres import Postgres, start_postgres
+from support.postgres import Postgres
 
 _databases = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[Postgres]:
-    """A throwaway PostgreSQL server for the whole run; it failing to start fails the tests."""
-    server = start_postgres(Path(tempfile.mkdtemp(prefix="contextengine-pg-")))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["files", "postgresql"])
@@ -33,7 +21,7 @@ def store_setting(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "files":
         return str(tmp_path / "sessions")
     server: Postgres = request.getfixturevalue("postgres")
-    return server.new_database(f"t{next(_databases)}")
+    return server.new_database(f"store{next(_databases)}")
 
 
 @pytest.fixture

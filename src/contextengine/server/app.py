@@ -54,7 +54,6 @@ from contextengine.server.files import (
 from contextengine.server.guard import NO_TOKEN, TOKEN_COOKIE, Guard, GuardSettings
 from contextengine.server.store import ProviderFactory, SessionStore
 from contextengine.session.layout import SessionLayout
-from contextengine.session.listing import iter_entries
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -142,8 +141,8 @@ def create_app(
 
     @app.get("/api/sessions/{session_id}/history")
     def history(session_id: str) -> dict[str, Any]:
-        log = SessionLayout(store.directory(session_id)).log
-        return {"entries": [e.model_dump(mode="json") for e in iter_entries(log)]}
+        entries = store.kept_in.entries(SessionLayout(store.directory(session_id)))
+        return {"entries": [e.model_dump(mode="json") for e in entries]}
 
     @app.post("/api/sessions/{session_id}/messages")
     async def post_message(session_id: str, body: MessageIn) -> EventSourceResponse:

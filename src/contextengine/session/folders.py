@@ -34,7 +34,11 @@ def workspace_sessions(
 ) -> dict[str, Path]:
     """The workspace's session folders by session id (``meta`` reads each folder's metadata)."""
     found: dict[str, Path] = {}
-    for folder in session_folders(sessions_root(workspace, config)):
+    store = open_store(config)
+    folders = session_folders(
+        sessions_root(workspace, config), lambda folder: store.exists(SessionLayout(folder))
+    )
+    for folder in folders:
         recorded = meta(folder)
         if recorded is not None and recorded.workspace == str(workspace):
             found[folder.name] = folder

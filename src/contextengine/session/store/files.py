@@ -4,17 +4,20 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from contextengine.errors import SessionLogError
 from contextengine.session.durable import write_replacing
+from contextengine.session.entries import Entry
 from contextengine.session.layout import SessionLayout
+from contextengine.session.listing import iter_entries
 from contextengine.session.log import (
     LoadReport,
     LogRecord,
     SessionHeader,
     SessionLog,
+    parse_header,
     parse_records,
 )
 from contextengine.session.store.protocol import Archive
@@ -40,6 +43,18 @@ class FileStore:
 
     def check(self) -> None:
         """Nothing to reach: folders are made as sessions are."""
+
+    def header(self, layout: SessionLayout) -> SessionHeader | None:
+        """The log's header line, ``None`` when there is no readable one."""
+        try:
+            with open(layout.log, "rb") as fh:
+                return parse_header(layout.log, fh.readline())
+        except (OSError, SessionLogError):
+            return None
+
+    def entries(self, layout: SessionLayout) -> Iterator[Entry]:
+        """The log's entries (a line being written ends the reading)."""
+        return iter_entries(layout.log)
 
 
 class FileSession:

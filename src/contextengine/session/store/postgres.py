@@ -12,11 +12,12 @@ the working copy people and file tools read. Artifacts stay files in the session
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextengine.errors import AppendConflictError, SessionLogError, StoreError
+from contextengine.session.entries import Entry
 from contextengine.session.layout import SessionLayout
 from contextengine.session.log import (
     LoadReport,
@@ -155,11 +156,26 @@ class PostgresStore:
 
     def exists(self, layout: SessionLayout) -> bool:
         """Whether a session was created for ``layout``'s folder."""
+        return self.header(layout) is not None
+
+    def header(self, layout: SessionLayout) -> SessionHeader | None:
+        """The header of ``layout``'s session, ``None`` when there is none."""
         with self.connect() as conn:
             row = conn.execute(
-                "SELECT 1 FROM contextengine_sessions WHERE directory = %s", (_key(layout),)
+                "SELECT header FROM contextengine_sessions WHERE directory = %s", (_key(layout),)
             ).fetchone()
-        return row is not None
+        return None if row is None else parse_header(layout.log, row[0].encode("utf-8"))
+
+    def entries(self, layout: SessionLayout) -> Iterator[Entry]:
+        """The entries of ``layout``'s session, in order (none when there is no session)."""
+        with self.connect() as conn:
+            rows = conn.execute(
+                "SELECT r.line FROM contextengine_records r JOIN contextengine_sessions s"
+                " ON s.id = r.session WHERE s.directory = %s ORDER BY r.idx",
+                (_key(layout),),
+            ).fetchall()
+        for (line,) in rows:
+            yield from (r.entry for r in parse_records(str(layout.directory), line.encode()))
 
 
 class PostgresSession:

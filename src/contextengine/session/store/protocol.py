@@ -14,10 +14,11 @@ files. Both stores give the same guarantees, checked by the same tests
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from contextengine.session.entries import Entry
 from contextengine.session.layout import SessionLayout
 from contextengine.session.log import LoadReport, LogRecord, SessionHeader
 
@@ -114,4 +115,12 @@ class SessionStore(Protocol):
 
     def check(self) -> None:
         """Raise ``StoreError`` (naming the store) when it cannot be used now."""
+        ...
+
+    def header(self, layout: SessionLayout) -> SessionHeader | None:
+        """The header of the session at ``layout``, ``None`` when there is none (listings)."""
+        ...
+
+    def entries(self, layout: SessionLayout) -> Iterator[Entry]:
+        """The entries recorded so far, read-only, while a turn may be appending."""
         ...
