@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from contextengine.config import Config
+from support.postgres import Postgres
 
 from .live import FINAL_ANSWER, LiveServer, post_turn, scripted_app
 
 
 def test_sessions_live_in_postgres_and_survive_a_restart(
-    postgres: object, workspace: Path
+    postgres: Postgres, workspace: Path
 ) -> None:
-    config = Config(store=postgres.new_database("server"))  # type: ignore[attr-defined]
+    config = Config(store=postgres.new_database("server"))
     with LiveServer(scripted_app(workspace, config=config)) as server, server.client() as http:
         sid = http.post("/api/sessions").json()["id"]
         events = post_turn(http, sid, "Write notes.txt, please.")

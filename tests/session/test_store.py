@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from contextengine import Agent, Config, ScriptedProvider, Session, UserEntry
 from contextengine.errors import AppendConflictError, SessionLogError
@@ -18,6 +20,7 @@ from contextengine.session.log import LogRecord
 from contextengine.session.render import render_entry
 from contextengine.session.session import RenderStyle
 from contextengine.session.store.protocol import Archive, SessionStore, archive_name
+from support.postgres import Postgres
 
 WRITER = Path(__file__).with_name("store_writer.py")
 
@@ -69,6 +72,41 @@ def test_a_different_entry_at_a_held_index_is_an_error(store: SessionStore, tmp_
         session.stored.append(_record(session, 5, "gap"))
     session.close()
     assert _texts(Session.open(tmp_path / "s", store)) == ["one"]
+
+
+# (index offset from the end, text): offset < 0 re-appends a held index, > 0 leaves a gap
+_ATTEMPTS = st.lists(st.tuples(st.integers(-3, 1), st.sampled_from("ab")), max_size=25)
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(attempts=_ATTEMPTS)
+def test_any_append_sequence_keeps_an_ordered_gapless_record(
+    store: SessionStore, tmp_path: Path, attempts: list[tuple[int, str]]
+) -> None:
+    folder = tmp_path / f"s{len(list(tmp_path.iterdir()))}"
+    session = Session.create(folder, store=store)
+    model: list[str] = []
+    for offset, text in attempts:
+        index = len(model) + offset
+        if index < 0:
+            continue
+        record = _record(session, index, f"{text}{index}")
+        if index > len(model):
+            with pytest.raises(SessionLogError, match="expected"):
+                session.stored.append(record)
+        elif index == len(model):
+            assert session.stored.append(record) is True
+            model.append(f"{text}{index}")
+        elif model[index] == f"{text}{index}":
+            assert session.stored.append(record) is False
+        else:
+            with pytest.raises(AppendConflictError):
+                session.stored.append(record)
+    session.close()
+    again = Session.open(folder, store)
+    assert _texts(again) == model
+    assert [r.index for r in again.records] == list(range(len(model)))
+    again.close()
 
 
 class _CrashingRecord(LogRecord):
@@ -214,11 +252,11 @@ def test_an_edit_by_hand_reaches_the_store(store: SessionStore, tmp_path: Path) 
 
 
 def test_postgres_restores_memory_files_into_an_empty_folder(
-    postgres: object, tmp_path: Path
+    postgres: Postgres, tmp_path: Path
 ) -> None:
     from contextengine.session.store.choice import open_store
 
-    url = postgres.new_database("restore")  # type: ignore[attr-defined]
+    url = postgres.new_database("restore")
     store = open_store(Config(store=url))
     session = Session.create(tmp_path / "s", store=store)
     WorkingMemory(session.directory, files=session.stored).log("kept in the database")
