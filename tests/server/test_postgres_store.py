@@ -27,5 +27,7 @@ def test_sessions_live_in_postgres_and_survive_a_restart(
         entries = http.get(f"/api/sessions/{sid}/history").json()["entries"]
         answers = [e["text"] for e in entries if e["kind"] == "assistant" and not e["tool_calls"]]
         assert answers == [FINAL_ANSWER]
+        usage = http.get(f"/api/sessions/{sid}/usage").json()
+        assert usage["calls"] == len([e for e in events if e.event == "usage"]) > 0
         again = post_turn(http, sid, "And once more.")
         assert again[-1].data["result"]["status"] == "completed"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,7 +71,12 @@ def read_usage(path: Path) -> Iterator[UsageRecord]:
         raise SessionLogError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise SessionLogError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    lines = text.split("\n")
+    return parse_usage(text.split("\n"), str(path))
+
+
+def parse_usage(lines: Sequence[str], where: str) -> Iterator[UsageRecord]:
+    """Usage records from their lines (as a store keeps them); a bad last line is skipped with
+    a warning, a bad line elsewhere is an error naming ``where`` and the line."""
     last = len(lines) - 1
     for n, line in enumerate(lines):
         if not line.strip():
@@ -80,9 +85,9 @@ def read_usage(path: Path) -> Iterator[UsageRecord]:
             yield _record(line)
         except ValueError as exc:
             if n == last:
-                logger.warning("%s:%d: torn last usage record skipped (%s)", path, n + 1, exc)
+                logger.warning("%s:%d: torn last usage record skipped (%s)", where, n + 1, exc)
                 return
-            raise SessionLogError(f"{path}:{n + 1}: bad usage record ({exc})") from None
+            raise SessionLogError(f"{where}:{n + 1}: bad usage record ({exc})") from None
 
 
 _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {

@@ -39,7 +39,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, field_validator
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from contextengine.agent.usage_log import read_usage
+from contextengine.agent.usage_log import parse_usage
 from contextengine.config import Config
 from contextengine.measure.inspector import CallView, first_difference, inspect_session, timeline
 from contextengine.measure.report import usage_report
@@ -192,8 +192,8 @@ def create_app(
     @app.get("/api/sessions/{session_id}/usage")
     def usage(session_id: str) -> dict[str, Any]:
         directory = store.directory(session_id)
-        log = SessionLayout(directory).usage_log
-        records = list(read_usage(log)) if log.exists() else []
+        lines = store.kept_in.usage(SessionLayout(directory))
+        records = list(parse_usage(lines, f"{directory} usage"))
         return usage_report(directory, records).as_dict()
 
     def calls_of(session_id: str) -> list[CallView]:

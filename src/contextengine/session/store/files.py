@@ -56,6 +56,10 @@ class FileStore:
         """The log's entries (a line being written ends the reading)."""
         return iter_entries(layout.log)
 
+    def usage(self, layout: SessionLayout) -> list[str]:
+        """The lines of ``usage.jsonl`` (a last line being written included)."""
+        return _lines(layout.usage_log)
+
 
 class FileSession:
     """One session's files: the log, the archives, the usage log, the memory files."""
@@ -103,9 +107,7 @@ class FileSession:
 
     def usage_lines(self) -> list[str]:
         """The lines of ``usage.jsonl`` (none before the first call)."""
-        path = self._layout.usage_log
-        text = path.read_text(encoding="utf-8") if path.is_file() else ""
-        return [line for line in text.split("\n") if line.strip()]
+        return [line for line in _lines(self._layout.usage_log) if line.strip()]
 
     def save_memory(self, name: str, text: str) -> None:
         """Replace the memory file."""
@@ -122,6 +124,13 @@ class FileSession:
     def close(self) -> None:
         """Close the log's file handle."""
         self._log.close()
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").split("\n")
+    except FileNotFoundError:
+        return []
 
 
 def _append_text(path: Path, text: str) -> None:

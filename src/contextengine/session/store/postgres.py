@@ -177,6 +177,16 @@ class PostgresStore:
         for (line,) in rows:
             yield from (r.entry for r in parse_records(str(layout.directory), line.encode()))
 
+    def usage(self, layout: SessionLayout) -> list[str]:
+        """The usage rows of ``layout``'s session, in insertion order."""
+        with self.connect() as conn:
+            rows = conn.execute(
+                "SELECT u.line FROM contextengine_usage u JOIN contextengine_sessions s"
+                " ON s.id = u.session WHERE s.directory = %s ORDER BY u.n",
+                (_key(layout),),
+            ).fetchall()
+        return [line for (line,) in rows]
+
 
 class PostgresSession:
     """One session's rows, over its own connection."""

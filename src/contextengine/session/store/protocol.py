@@ -124,3 +124,7 @@ class SessionStore(Protocol):
     def entries(self, layout: SessionLayout) -> Iterator[Entry]:
         """The entries recorded so far, read-only, while a turn may be appending."""
         ...
+
+    def usage(self, layout: SessionLayout) -> list[str]:
+        """The usage lines of the session at ``layout`` (none when there are none)."""
+        ...
