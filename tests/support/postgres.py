@@ -54,9 +54,9 @@ class Postgres:
         _run([*self.run_as, _binary(tool), *args])
 
 
-def start_postgres(folder: Path) -> Postgres:
+def start_postgres(folder: Path, fsync: bool = False) -> Postgres:
     """initdb and start a server in ``folder`` on a free port; raises with its log if it
-    does not start."""
+    does not start. ``fsync`` off (tests) trades durability nobody needs here for speed."""
     run_as = _run_as()
     folder.mkdir(parents=True, exist_ok=True)
     if run_as:
@@ -79,7 +79,9 @@ def start_postgres(folder: Path) -> Postgres:
         ]
     )
     port = _free_port()
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+    options = (
+        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync={'on' if fsync else 'off'}"
+    )
     try:
         _run(
             [

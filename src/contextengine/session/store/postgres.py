@@ -11,6 +11,7 @@ the working copy people and file tools read. Artifacts stay files in the session
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -220,23 +221,28 @@ class PostgresSession:
         return self._header.session_id
 
     def append(self, record: LogRecord, archive: Archive | None = None) -> bool:
-        """Insert the record (with its archive) in one transaction; see the module doc."""
+        """Insert the record, with its archive in the same transaction; see the module doc."""
         params = {"session": self._id, "idx": record.index}
-        with self._conn.transaction():
+        # a lone INSERT is its own transaction: one round trip per plain append
+        with self._conn.transaction() if archive is not None else contextlib.nullcontext():
             if archive is not None:
                 self._conn.execute(
                     "INSERT INTO contextengine_archives (session, name, body) VALUES (%s, %s, %s)"
                     " ON CONFLICT (session, name) DO UPDATE SET body = EXCLUDED.body",
                     (self._id, archive.name, archive.to_bytes().decode("utf-8")),
                 )
-            inserted = self._conn.execute(INSERT_NEXT, {**params, "line": record.to_json()})
-            if inserted.rowcount == 0:
+            line = record.to_json()
+            written = self._conn.execute(INSERT_NEXT, {**params, "line": line}).rowcount == 1
+            if not written:
                 self._check_repeat(record)
-        self.catch_up()
+        if written and record.index == len(self._records):
+            self._records.append(record)  # its index was free, so nothing before it is unseen
+        else:
+            self.catch_up()
         if archive is not None:
             # the working copy the model's file tools can read; the row is the record
             self._memory.save_memory(archive.name, archive.to_bytes().decode("utf-8"))
-        return inserted.rowcount == 1
+        return written
 
     def _check_repeat(self, record: LogRecord) -> None:
         row = self._conn.execute(
