@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT_S = 5
 SCHEMA_LOCK = 0x636F6E74  # advisory lock id: concurrent first connections create tables once
+_SCHEMA_READY: set[str] = set()  # databases this process has made the tables in
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS contextengine_sessions (
@@ -89,7 +90,6 @@ class PostgresStore:
 
     def __init__(self, url: str) -> None:
         self._url = url
-        self._schema_ready = False
 
     @property
     def url(self) -> str:
@@ -110,11 +110,11 @@ class PostgresStore:
         except (psycopg.Error, ValueError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise StoreError(f"store {self.url}: cannot connect ({reason})") from None
-        if not self._schema_ready:
+        if self._url not in _SCHEMA_READY:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                 conn.execute(SCHEMA)
-            self._schema_ready = True
+            _SCHEMA_READY.add(self._url)
         return conn
 
     def create(
