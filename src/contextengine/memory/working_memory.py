@@ -107,7 +107,8 @@ class WorkingMemory:
     ) -> None:
         self.directory = directory
         self.clock = clock
-        self._files = files or (FolderFiles(directory) if directory is not None else None)
+        # without a folder the memory is in-process only: nothing is kept anywhere
+        self._files = (files or FolderFiles(directory)) if directory is not None else None
         self._texts: dict[MemoryFile, str] = {}
         self._stamps: dict[MemoryFile, _Stamp | None] = {}
         self._plan: tuple[str, Plan] | None = None
