@@ -21,6 +21,7 @@ from contextengine.providers.scripted import ScriptedProvider
 
 Case = Callable[[Path], list[str]]
 VLLM = ["-p", "vllm", "-m", "m"]  # builds without a key or a connection
+UNREACHABLE = "postgresql://u:secret@127.0.0.1:1/db"  # nothing listens on port 1
 
 
 def write(path: Path, data: str | bytes) -> Path:
@@ -209,6 +210,23 @@ CASES: dict[str, tuple[Case, str]] = {
     "replay bad history mode": (
         trajectory(GOOD_TRAJECTORY, "--history-mode", "everything"),
         "history_mode",
+    ),
+    # the session store
+    "store unknown kind": (
+        lambda tmp: ["run", "hi", *VLLM, "-w", str(tmp), "--store", "redis://h/0"],
+        "store 'redis://h/0': unknown kind 'redis'",
+    ),
+    "store unreachable": (
+        lambda tmp: ["run", "hi", *VLLM, "-w", str(tmp), "--store", UNREACHABLE],
+        "store postgresql://u:***@127.0.0.1:1/db: cannot connect",
+    ),
+    "serve store unreachable": (
+        lambda tmp: ["serve", *VLLM, "-w", str(tmp), "--port", "0", "--store", UNREACHABLE],
+        "store postgresql://u:***@127.0.0.1:1/db: cannot connect",
+    ),
+    "store file URL with a host": (
+        lambda tmp: ["run", "hi", *VLLM, "-w", str(tmp), "--store", "file://host/x"],
+        "a file URL needs a local path",
     ),
     # usage logs given to report
     "report a file": (lambda tmp: ["report", str(write(tmp / "f", "x"))], "not a folder"),

@@ -26,6 +26,7 @@ from contextengine.providers.base import Provider
 from contextengine.providers.factory import PROVIDER_NAMES
 from contextengine.proxy.command import proxy_command
 from contextengine.session.meta import ProviderChoice, read_meta
+from contextengine.session.store.choice import open_store
 from contextengine.tools.modes import MODE_NAMES
 from contextengine.types import ReasoningEffort
 from contextengine.untrusted import valid_text
@@ -96,6 +97,13 @@ EffortChoice = Enum(  # type: ignore[misc]
 ModeChoice = Enum("ModeChoice", {name: name for name in MODE_NAMES}, type=str)  # type: ignore[misc]
 """The mode presets as command-line choices."""
 
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="Where sessions are kept: a folder, file://PATH or postgresql://... (setting store).",
+    ),
+]
 ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", "-c", help="Config file (TOML or YAML).", exists=True, dir_okay=False),
@@ -173,6 +181,7 @@ def run(
         EffortChoice | None,
         typer.Option(help="Reasoning effort of reasoning models.", case_sensitive=False),
     ] = None,
+    store: StoreOption = None,
 ) -> None:
     """Run the agent on a task in a workspace (or chat with it interactively)."""
     from contextengine.agent.loop import Agent
@@ -184,7 +193,8 @@ def run(
         "temperature": temperature,
         "reasoning_effort": reasoning_effort and reasoning_effort.value,
     }
-    settings = _settings(config, timeout, retries, api_key=api_key, **generation)
+    settings = _settings(config, timeout, retries, api_key=api_key, store=store, **generation)
+    open_store(settings).check()
     # A resumed session chooses its recorded provider again; flags given here win.
     recorded = read_meta(resume) if resume is not None else None
     choice = (recorded.provider if recorded else ProviderChoice()).overridden(
@@ -236,6 +246,7 @@ def serve(
     timeout: TimeoutOption = None,
     retries: RetriesOption = None,
     api_key: ApiKeyOption = None,
+    store: StoreOption = None,
 ) -> None:
     """Serve the HTTP API (SSE events) and the web UI for sessions in a workspace."""
     try:
@@ -246,8 +257,9 @@ def serve(
             "the server needs its extra: pip install 'contextengine[server]'"
         ) from exc
 
-    settings = _settings(config, timeout, retries, api_key=api_key)
+    settings = _settings(config, timeout, retries, api_key=api_key, store=store)
     _provider(provider, model, base_url, settings)  # a bad name, model or key fails now
+    open_store(settings).check()  # and so does a store that cannot be reached
     application = create_app(
         workspace,
         lambda: _provider(provider, model, base_url, settings),

@@ -34,6 +34,7 @@ HistoryMode = Literal["compressed", "full", "round_scratchpad"]
 
 ENV_PREFIX = "CONTEXTENGINE_"
 CONFIG_ENV = "CONTEXTENGINE_CONFIG"
+STORE_SCHEMES = frozenset({"file", "postgresql", "postgres"})
 TOOLING_ENV = frozenset({"CONTEXTENGINE_VLLM_PYTHON", "CONTEXTENGINE_STRESS"})
 """Variables with the settings' prefix that the benchmarks and tests read, not a session."""
 
@@ -223,6 +224,26 @@ class Config(BaseSettings):
     pruning: bool = Field(True, description="Turn old tool results into stubs when it pays.")
     working_memory: bool = Field(True, description="Keep task_plan / findings / progress files.")
     injection: bool = Field(True, description="Run context injectors once per user turn.")
+
+    # Session store (#15): where sessions are kept.
+    store: str | None = Field(
+        None,
+        description="Where sessions are kept: a folder path or file://PATH (the sessions "
+        "root, as `root`), or postgresql://USER@HOST:PORT/DB (default: files under `root`).",
+    )
+
+    @field_validator("store")
+    @classmethod
+    def _store_scheme(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        scheme = value.split("://", 1)[0].lower() if "://" in value else "file"
+        if scheme not in STORE_SCHEMES:
+            raise ValueError(
+                f"store {value!r}: unknown kind {scheme!r}"
+                " (give a folder path, file://PATH or postgresql://...)"
+            )
+        return value.strip()
 
     @field_validator("mode", mode="before")
     @classmethod

@@ -6,6 +6,8 @@ status). The CLI prints that line and exits 2; the server answers it as JSON.
     ContextEngineError
     ├── ConfigError                a user mistake: config file, env value, argument, tool list
     ├── SessionLogError            a session log or request/usage log that cannot be read
+    │   └── AppendConflictError    an index of the record already holds a different entry
+    ├── StoreError                 a session store that cannot be used (bad URL, unreachable)
     ├── TrajectoryError            a malformed trajectory file (file and field named)
     ├── WorkspaceError             a path outside the workspace, used outside a tool call
     │   └── PathRefused            (tools.confine) a path a tool may not touch
@@ -58,6 +60,14 @@ class ConfigError(ContextEngineError):
 
 class SessionLogError(ContextEngineError):
     """A session log cannot be read: names the file and the line."""
+
+
+class AppendConflictError(SessionLogError):
+    """An append at an index the record already holds with a different entry."""
+
+
+class StoreError(ContextEngineError):
+    """A session store that cannot be used (a bad URL, a server that cannot be reached)."""
 
 
 class TrajectoryError(ContextEngineError):

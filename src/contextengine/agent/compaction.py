@@ -1,10 +1,11 @@
-"""Running a compaction for the agent: plan, archive first, summary side call, one entry.
+"""Running a compaction for the agent: plan, summary side call, archive with one entry.
 
 The summary request is the session's current request with the summary instruction
 appended, so the model reads the whole prefix (earlier summaries included) from its cache.
-The archive is written before anything is recorded; it holds every record that leaves the
-live view, the absorbed earlier summaries too. The single summary entry is the compaction
-record. A kill at any point leaves either no compaction (the archive file is rewritten
+The archive holds every record that leaves the live view, the absorbed earlier summaries
+too; the single summary entry is the compaction record, and the store keeps the two
+together (the file store writes the archive first, PostgreSQL both in one transaction). A
+kill at any point leaves either no compaction (an archive file nothing cites is rewritten
 next time) or a complete one.
 """
 
@@ -29,9 +30,9 @@ from contextengine.compress.compaction import (
 from contextengine.config import Config
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
-from contextengine.session.durable import write_replacing
 from contextengine.session.entries import SummaryEntry
 from contextengine.session.session import Session
+from contextengine.session.store.protocol import Archive, archive_name
 from contextengine.types import ModelReply
 
 SideCall = Callable[[Request, float], Generator[AgentEvent, None, ModelReply | None]]
@@ -107,20 +108,22 @@ class Compactor:
         yield CompactionEvent(
             "started", f"Compacting {len(plan.removed)} older entries ({plan.scope}).", details
         )
-        archive = self._write_archive(plan)
+        archive = self._archive(plan)
+        path = self._session.directory / archive.name
         yield CompactionEvent(
-            "summarizing", "Writing the archived-history summary…", {"archive": str(archive)}
+            "summarizing", "Writing the archived-history summary…", {"archive": str(path)}
         )
         summary, message = yield from self._summarize(plan, summary_request, ask)
         timed_out = message == TIMEOUT_MESSAGE
         text = summary if summary is not None else fallback_text(message, plan)
-        self._session.append(summary_entry(plan, text, self._display(archive), timed_out))
+        entry = summary_entry(plan, text, self._display(path), timed_out)
+        self._session.append(entry, archive)
         if summary is None:
             yield CompactionEvent("timed_out" if timed_out else "failed", message, details)
         else:
             yield CompactionEvent(
                 "done",
-                f"Archived {len(plan.removed)} entries to {self._display(archive)}.",
+                f"Archived {len(plan.removed)} entries to {self._display(path)}.",
                 details,
             )
         return True
@@ -164,15 +167,11 @@ class Compactor:
             lambda record: self._size(record.chunks),
         )
 
-    def _write_archive(self, plan: CompactionPlan) -> Path:
+    def _archive(self, plan: CompactionPlan) -> Archive:
         # what leaves the live view, in its order there (absorbed summaries first), as the
         # log recorded it (a pruned result's original, not its stub)
         leaving = {r.index for r in (*plan.absorbed, *plan.removed)}
         log = self._session.records
-        records = [log[r.index] for r in self._session.live if r.index in leaving]
+        records = tuple(log[r.index] for r in self._session.live if r.index in leaving)
         number = 1 + sum(1 for r in self._session.records if isinstance(r.entry, SummaryEntry))
-        folder = self._session.layout.archive
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"compaction-{number:04d}.jsonl"
-        write_replacing(path, "".join(r.to_json() + "\n" for r in records).encode("utf-8"))
-        return path
+        return Archive(archive_name(number), records)

@@ -47,6 +47,7 @@ from contextengine.session.entries import (
 from contextengine.session.interrupted import close_interrupted_calls
 from contextengine.session.meta import ProviderChoice, load_meta
 from contextengine.session.session import Session
+from contextengine.session.store.choice import open_store
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.modes import NO_TOOLS, MaskRules, mode_mask, mode_of
 from contextengine.untrusted import valid_text
@@ -126,7 +127,7 @@ class Agent:
         self.mask = mask
         self.mask_rules = MaskRules(self.config.flag("masking"), self.toolset)
         self.calls = ModelCalls(
-            parts.provider, self.session.layout, self.config.record_requests, self.gauge
+            parts.provider, self.session, self.config.record_requests, self.gauge
         )
         self.tool_step = ToolStep(
             self.session,
@@ -157,7 +158,8 @@ class Agent:
         """
         if not Path(session_dir).is_dir():
             raise ContextEngineError(f"{session_dir}: not a session folder")
-        session = Session.open(session_dir)
+        config = config if config is not None else Config.load()
+        session = Session.open(session_dir, open_store(config))
         try:
             workspace = load_meta(session.directory).workspace
             close_interrupted_calls(session)

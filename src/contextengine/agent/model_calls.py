@@ -22,7 +22,7 @@ from contextengine.context.request import Request
 from contextengine.context.tokens import count_tokens
 from contextengine.errors import ProviderError
 from contextengine.providers.base import Provider
-from contextengine.session.layout import SessionLayout
+from contextengine.session.session import Session
 from contextengine.types import ModelReply, ReasoningDelta, ReplyDone, TextDelta
 from contextengine.untrusted import valid_text
 
@@ -59,13 +59,13 @@ class ModelCalls:
     """Asks the provider and accounts for every call (monitor, logs, usage events)."""
 
     def __init__(
-        self, provider: Provider, layout: SessionLayout, record_requests: bool, gauge: TokenGauge
+        self, provider: Provider, session: Session, record_requests: bool, gauge: TokenGauge
     ) -> None:
         self.provider = provider
         self.gauge = gauge
         self.monitor = PrefixMonitor()
-        self.usage_log = UsageLog(layout.usage_log)
-        self.request_log = RequestLog(layout.requests) if record_requests else None
+        self.usage_log = UsageLog(session.stored.append_usage)
+        self.request_log = RequestLog(session.layout.requests) if record_requests else None
         self.count = 0
 
     def ask(self, request: Request) -> Generator[AgentEvent, None, ModelReply]:

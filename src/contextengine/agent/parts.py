@@ -120,7 +120,9 @@ class AgentParts:
             style = RenderStyle(protocol=protocol, diversity=config.flag("diversity"))
             choice = _chosen(provider, provider_choice)
             session = create_session(root, config, style, choice, session_id)
-        memory = WorkingMemory(session.directory if config.flag("working_memory") else None)
+        memory = WorkingMemory(
+            session.directory if config.flag("working_memory") else None, files=session.stored
+        )
         tool_context = _tool_context(root, session, memory, config)
         if code_map_on:
             tool_context.code_map = CodeMap(tool_context.workspace, config.code_map_tokens)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,17 +51,15 @@ class UsageRecord:
 
 
 class UsageLog:
-    """Appends usage records to ``usage.jsonl`` (flushed per line)."""
+    """Hands usage records, one JSON line each, to the session's store (``usage.jsonl`` in
+    the file store)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, keep: Callable[[str], None]) -> None:
+        self._keep = keep
 
     def append(self, record: UsageRecord) -> None:
         """Add one record."""
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(canonical_json(asdict(record)) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        self._keep(canonical_json(asdict(record)))
 
 
 def read_usage(path: Path) -> Iterator[UsageRecord]:
@@ -74,7 +71,12 @@ def read_usage(path: Path) -> Iterator[UsageRecord]:
         raise SessionLogError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise SessionLogError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    lines = text.split("\n")
+    return parse_usage(text.split("\n"), str(path))
+
+
+def parse_usage(lines: Sequence[str], where: str) -> Iterator[UsageRecord]:
+    """Usage records from their lines (as a store keeps them); a bad last line is skipped with
+    a warning, a bad line elsewhere is an error naming ``where`` and the line."""
     last = len(lines) - 1
     for n, line in enumerate(lines):
         if not line.strip():
@@ -83,9 +85,9 @@ def read_usage(path: Path) -> Iterator[UsageRecord]:
             yield _record(line)
         except ValueError as exc:
             if n == last:
-                logger.warning("%s:%d: torn last usage record skipped (%s)", path, n + 1, exc)
+                logger.warning("%s:%d: torn last usage record skipped (%s)", where, n + 1, exc)
                 return
-            raise SessionLogError(f"{path}:{n + 1}: bad usage record ({exc})") from None
+            raise SessionLogError(f"{where}:{n + 1}: bad usage record ({exc})") from None
 
 
 _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {

@@ -7,6 +7,10 @@ also be edited by hand or by the model's file tools; every read notices that, so
 files stay the truth. Each change, ours or external, is queued as a ``FileChange`` for
 the harness to emit (R8.7). Without a folder the memory lives in this process only and
 queues no changes (there are no files to show).
+
+Writes go through a ``MemoryFiles`` keeper: the folder itself by default, the session's
+store when given (PostgreSQL keeps the files as rows and the folder as their working copy;
+a file missing from the folder is restored from the store).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from contextengine.memory.plan import (
     Plan,
@@ -35,6 +39,7 @@ from contextengine.memory.templates import (
     section,
     utc_now,
 )
+from contextengine.session.store.files import FolderFiles
 from contextengine.tools.todo import TodoStatus
 
 MemoryFile = Literal["task_plan.md", "findings.md", "progress.md"]
@@ -75,12 +80,35 @@ def atomic_write(path: Path, text: str) -> None:
 _Stamp = tuple[int, int, int]
 
 
+class MemoryFiles(Protocol):
+    """Where memory files are kept (a ``StoredSession`` is one)."""
+
+    def save_memory(self, name: str, text: str) -> None:
+        """Keep ``text`` as file ``name``'s content."""
+        ...
+
+    def append_memory(self, name: str, text: str) -> None:
+        """Add ``text`` at the end of file ``name``."""
+        ...
+
+    def load_memory(self, name: str) -> str | None:
+        """File ``name``'s content, or ``None`` when it was never kept."""
+        ...
+
+
 class WorkingMemory:
     """The three memory files of one session (or an in-process stand-in)."""
 
-    def __init__(self, directory: Path | None = None, clock: Clock = utc_now) -> None:
+    def __init__(
+        self,
+        directory: Path | None = None,
+        clock: Clock = utc_now,
+        files: MemoryFiles | None = None,
+    ) -> None:
         self.directory = directory
         self.clock = clock
+        # without a folder the memory is in-process only: nothing is kept anywhere
+        self._files = (files or FolderFiles(directory)) if directory is not None else None
         self._texts: dict[MemoryFile, str] = {}
         self._stamps: dict[MemoryFile, _Stamp | None] = {}
         self._plan: tuple[str, Plan] | None = None
@@ -92,7 +120,8 @@ class WorkingMemory:
             if path is not None and path.exists():
                 self._texts[name] = self._read_disk(name)
             else:
-                self._write(name, templates[name])
+                kept = self._files.load_memory(name) if self._files is not None else None
+                self._write(name, templates[name] if kept is None else kept)
 
     def path(self, name: MemoryFile) -> Path | None:
         """Where ``name`` lives on disk (``None`` for an in-process memory)."""
@@ -106,6 +135,8 @@ class WorkingMemory:
             if text != self._texts.get(name):
                 self._texts[name] = text
                 self._changes.append(FileChange(name, text))
+                if self._files is not None:
+                    self._files.save_memory(name, text)
         return self._texts[name]
 
     def plan(self) -> Plan:
@@ -150,9 +181,8 @@ class WorkingMemory:
 
     def _write(self, name: MemoryFile, text: str) -> None:
         path = self.path(name)
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, text)
+        if path is not None and self._files is not None:
+            self._files.save_memory(name, text)
             self._stamps[name] = self._stat(path)
             self._changes.append(FileChange(name, text))
         self._texts[name] = text
@@ -163,18 +193,10 @@ class WorkingMemory:
         text = self.read(name)
         new = text.rstrip("\n") + "\n" + entry
         path = self.path(name)
-        if path is None or not new.startswith(text):
+        if path is None or self._files is None or not new.startswith(text):
             self._write(name, new)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            view = memoryview(new[len(text) :].encode("utf-8"))
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        self._files.append_memory(name, new[len(text) :])
         self._stamps[name] = self._stat(path)
         self._changes.append(FileChange(name, new))
         self._texts[name] = new

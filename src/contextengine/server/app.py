@@ -39,7 +39,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, field_validator
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from contextengine.agent.usage_log import read_usage
+from contextengine.agent.usage_log import parse_usage
 from contextengine.config import Config
 from contextengine.measure.inspector import CallView, first_difference, inspect_session, timeline
 from contextengine.measure.report import usage_report
@@ -54,7 +54,6 @@ from contextengine.server.files import (
 from contextengine.server.guard import NO_TOKEN, TOKEN_COOKIE, Guard, GuardSettings
 from contextengine.server.store import ProviderFactory, SessionStore
 from contextengine.session.layout import SessionLayout
-from contextengine.session.listing import iter_entries
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -142,8 +141,8 @@ def create_app(
 
     @app.get("/api/sessions/{session_id}/history")
     def history(session_id: str) -> dict[str, Any]:
-        log = SessionLayout(store.directory(session_id)).log
-        return {"entries": [e.model_dump(mode="json") for e in iter_entries(log)]}
+        entries = store.kept_in.entries(SessionLayout(store.directory(session_id)))
+        return {"entries": [e.model_dump(mode="json") for e in entries]}
 
     @app.post("/api/sessions/{session_id}/messages")
     async def post_message(session_id: str, body: MessageIn) -> EventSourceResponse:
@@ -193,8 +192,8 @@ def create_app(
     @app.get("/api/sessions/{session_id}/usage")
     def usage(session_id: str) -> dict[str, Any]:
         directory = store.directory(session_id)
-        log = SessionLayout(directory).usage_log
-        records = list(read_usage(log)) if log.exists() else []
+        lines = store.kept_in.usage(SessionLayout(directory))
+        records = list(parse_usage(lines, f"{directory} usage"))
         return usage_report(directory, records).as_dict()
 
     def calls_of(session_id: str) -> list[CallView]:

@@ -22,8 +22,9 @@ from contextengine.server.errors import ApiError
 from contextengine.server.eventlog import EventLog
 from contextengine.session.folders import workspace_sessions
 from contextengine.session.layout import SessionLayout
-from contextengine.session.listing import read_header, session_title
+from contextengine.session.listing import session_title
 from contextengine.session.meta import SessionMeta, read_meta
+from contextengine.session.store.choice import open_store
 
 ProviderFactory = Callable[[], Provider]
 
@@ -59,6 +60,7 @@ class SessionStore:
     def __init__(self, workspace: Path, provider_factory: ProviderFactory, config: Config) -> None:
         self.workspace = Path(workspace).resolve()
         self.config = config
+        self.kept_in = open_store(config)
         self._provider_factory = provider_factory
         self._agents: dict[str, Agent] = {}
         self._used: dict[str, float] = {}
@@ -171,8 +173,10 @@ class SessionStore:
             titled = self._titles.get(directory)
             channel = self._channels.get(session_id)
         if titled is None:
-            log = SessionLayout(directory).log
-            titled = (str(read_header(log).get("created", "")), session_title(log))
+            layout = SessionLayout(directory)
+            header = self.kept_in.header(layout)
+            created = header.created if header is not None else ""
+            titled = (created, session_title(self.kept_in.entries(layout)))
             if titled[1]:  # the first user message never changes once it is there
                 with self._lock:
                     self._titles[directory] = titled

@@ -17,13 +17,15 @@ from contextengine.session.listing import session_folders
 from contextengine.session.meta import META_FILE, ProviderChoice, SessionMeta, read_meta
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
+from contextengine.session.store.choice import open_store, sessions_base
 
 MetaReader = Callable[[Path], SessionMeta | None]
 
 
 def sessions_root(workspace: Path, config: Config) -> Path:
     """The folder holding the sessions of the config's org and team for ``workspace``."""
-    root = Path(config.root) if config.root else workspace / DEFAULT_ROOT_NAME
+    base = sessions_base(config)
+    root = Path(base) if base else workspace / DEFAULT_ROOT_NAME
     return root / config.org / config.team
 
 
@@ -32,7 +34,11 @@ def workspace_sessions(
 ) -> dict[str, Path]:
     """The workspace's session folders by session id (``meta`` reads each folder's metadata)."""
     found: dict[str, Path] = {}
-    for folder in session_folders(sessions_root(workspace, config)):
+    store = open_store(config)
+    folders = session_folders(
+        sessions_root(workspace, config), lambda folder: store.exists(SessionLayout(folder))
+    )
+    for folder in folders:
         recorded = meta(folder)
         if recorded is not None and recorded.workspace == str(workspace):
             found[folder.name] = folder
@@ -46,17 +52,23 @@ def create_session(
     provider: ProviderChoice,
     session_id: str | None = None,
 ) -> Session:
-    """A new session of ``workspace`` with its metadata; ``workspace`` is a resolved path."""
-    if not config.root:
+    """A new session of ``workspace`` with its metadata, kept in the config's store;
+    ``workspace`` is a resolved path."""
+    base = sessions_base(config)
+    if not base:
         ignore = workspace / ".contextengine" / ".gitignore"
         ignore.parent.mkdir(parents=True, exist_ok=True)
         if not ignore.exists():
             ignore.write_text("*\n", encoding="utf-8")
     sid = session_id or new_session_id()
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", workspace.name).strip("-.") or "workspace"
-    root = Path(config.root) if config.root else workspace / DEFAULT_ROOT_NAME
+    root = Path(base) if base else workspace / DEFAULT_ROOT_NAME
     layout = SessionLayout.under(root, config.org, config.team, name, sid)
     meta = SessionMeta(sid, str(workspace), provider)
     return Session.create(
-        layout.directory, session_id=sid, style=style, files={META_FILE: meta.to_json()}
+        layout.directory,
+        session_id=sid,
+        style=style,
+        files={META_FILE: meta.to_json()},
+        store=open_store(config),
     )

@@ -7,27 +7,26 @@ parse (one being written) ends the reading instead of failing it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from contextengine.session.entries import ENTRY_ADAPTER, Entry, UserEntry
-from contextengine.session.layout import SessionLayout
 from contextengine.session.meta import META_FILE
 
 TITLE_CHARS = 80
 
 
-def session_folders(base: Path) -> Iterator[Path]:
+def session_folders(base: Path, has_session: Callable[[Path], bool]) -> Iterator[Path]:
     """Session folders under ``<root>/<org>/<team>`` (``<workspace>/<session>/``).
 
-    A folder counts once it has its metadata and its log: a creation killed before the
-    log appeared is not a session.
+    A folder counts once it has its metadata and its store holds its session
+    (``has_session``): a creation killed before the log appeared is not a session.
     """
     for meta_path in sorted(base.glob(f"*/*/{META_FILE}")):
-        if SessionLayout(meta_path.parent).log.is_file():
+        if has_session(meta_path.parent):
             yield meta_path.parent
 
 
@@ -54,9 +53,9 @@ def iter_entries(log: Path) -> Iterator[Entry]:
                 return
 
 
-def session_title(log: Path) -> str:
+def session_title(entries: Iterable[Entry]) -> str:
     """The first line of the session's first user message, clipped."""
-    first = next((e for e in iter_entries(log) if isinstance(e, UserEntry)), None)
+    first = next((e for e in entries if isinstance(e, UserEntry)), None)
     if first is None:
         return ""
     line = first.text.strip().splitlines()[0] if first.text.strip() else ""

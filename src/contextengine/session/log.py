@@ -6,14 +6,19 @@ the version it was written with (a log created by an older version goes on with 
 records). Nothing here edits or deletes a line. The header appears whole or not at all. A torn last line (a crash mid-write) is reported, moved aside to
 ``session.jsonl.torn`` and skipped on load; a bad line anywhere else is an error naming the
 file and the line.
+
+Appends hold an exclusive ``flock`` on the file and first read what other writers appended
+meanwhile, so two processes appending to one log keep it ordered: re-appending an index with
+the same entry is a no-op, with a different entry an ``AppendConflictError``.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from contextengine.canonical import canonical_json
-from contextengine.errors import SessionLogError
+from contextengine.errors import AppendConflictError, SessionLogError
 from contextengine.session.durable import create_exclusive
 from contextengine.session.entries import (
     ENTRY_ADAPTER,
@@ -85,6 +90,15 @@ class LogRecord:
             line["ts"] = self.ts
         return canonical_json(line)
 
+    def same_as(self, other: LogRecord) -> bool:
+        """Whether ``other`` records the same entry, rendered the same, at the same index
+        (when it was appended does not count)."""
+        return (
+            self.index == other.index
+            and self.chunks == other.chunks
+            and self.entry.model_dump(mode="json") == other.entry.model_dump(mode="json")
+        )
+
 
 @dataclass(frozen=True)
 class LoadReport:
@@ -104,12 +118,18 @@ class SessionLog:
     """An append-only JSONL file. ``append`` is the only way to add; nothing removes."""
 
     def __init__(
-        self, path: Path, header: SessionHeader, records: list[LogRecord], durable: bool = True
+        self,
+        path: Path,
+        header: SessionHeader,
+        records: list[LogRecord],
+        durable: bool = True,
+        size: int = 0,
     ) -> None:
         self._path = path
         self._durable = durable
         self._header = header
         self._records = records
+        self._size = size  # bytes of the file read into ``records`` so far
         self._fd: int | None = None
 
     @property
@@ -125,7 +145,7 @@ class SessionLog:
     @property
     def records(self) -> Sequence[LogRecord]:
         """All records in append order (a read-only view)."""
-        return _ReadOnly(self._records)
+        return RecordView(self._records)
 
     @classmethod
     def create(cls, path: Path, header: SessionHeader, durable: bool = True) -> SessionLog:
@@ -136,11 +156,12 @@ class SessionLog:
         for simulations such as replay, where a crash loses nothing of value.
         """
         path.parent.mkdir(parents=True, exist_ok=True)
+        line = (header.to_json() + "\n").encode("utf-8")
         try:
-            create_exclusive(path, (header.to_json() + "\n").encode("utf-8"), durable)
+            create_exclusive(path, line, durable)
         except FileExistsError:
             raise SessionLogError(f"{path}: a session log already exists here") from None
-        return cls(path, header, [], durable)
+        return cls(path, header, [], durable, len(line))
 
     @classmethod
     def open(cls, path: Path) -> tuple[SessionLog, LoadReport]:
@@ -155,7 +176,7 @@ class SessionLog:
         tail = lines.pop()
         if not lines:
             raise SessionLogError(f"{path}:1: bad header (the file holds no complete line)")
-        header = _parse_header(path, lines[0])
+        header = parse_header(path, lines[0])
         offsets = _line_offsets(lines)
         records: list[LogRecord] = []
         report = LoadReport()
@@ -174,16 +195,32 @@ class SessionLog:
         else:
             if tail:
                 _append_bytes(path, b"\n")
-        return cls(path, header, records), report
+        return cls(path, header, records, size=path.stat().st_size), report
 
-    def append(self, record: LogRecord) -> None:
-        """Write one record and fsync it before returning."""
-        if record.index != len(self._records):
-            raise SessionLogError(
-                f"{self._path}: append of index {record.index}, expected {len(self._records)}"
-            )
-        self._write_line(record.to_json())
-        self._records.append(record)
+    def append(self, record: LogRecord, before_write: Callable[[], None] | None = None) -> bool:
+        """Write one record and fsync it before returning; ``False`` when the log already
+        held that same record (an idempotent re-append).
+
+        ``before_write`` runs under the lock once the append is known to go ahead (the
+        compaction archive is written there, before the record that cites it).
+        """
+        fd = self._open_fd()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            self._catch_up(fd)
+            if record.index < len(self._records):
+                return _repeat(self._path, self._records[record.index], record)
+            if record.index != len(self._records):
+                raise SessionLogError(
+                    f"{self._path}: append of index {record.index}, expected {len(self._records)}"
+                )
+            if before_write is not None:
+                before_write()
+            self._write_line(fd, record.to_json())
+            self._records.append(record)
+            return True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         """Close the file handle (appending again reopens it)."""
@@ -191,19 +228,35 @@ class SessionLog:
             os.close(self._fd)
             self._fd = None
 
-    def _write_line(self, line: str) -> None:
+    def _open_fd(self) -> int:
         if self._fd is None:
-            self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND)
-        os.write(self._fd, (line + "\n").encode("utf-8"))
+            self._fd = os.open(self._path, os.O_RDWR | os.O_APPEND)
+        return self._fd
+
+    def _catch_up(self, fd: int) -> None:
+        """Read the records other writers appended since this log last looked."""
+        size = os.fstat(fd).st_size
+        if size <= self._size:
+            return
+        data = os.pread(fd, size - self._size, self._size)
+        for raw in data.split(b"\n")[:-1]:
+            line_no = len(self._records) + 2
+            self._records.append(_parse_record(self._path, line_no, raw, len(self._records)))
+        self._size += len(data) - len(data.split(b"\n")[-1])
+
+    def _write_line(self, fd: int, line: str) -> None:
+        data = (line + "\n").encode("utf-8")
+        os.write(fd, data)
         if self._durable:
-            os.fsync(self._fd)
+            os.fsync(fd)
+        self._size += len(data)
 
     def __del__(self) -> None:
         self.close()
 
 
-class _ReadOnly(Sequence[LogRecord]):
-    """A live, read-only view of the record list."""
+class RecordView(Sequence[LogRecord]):
+    """A live, read-only view of a record list."""
 
     __slots__ = ("_items",)
 
@@ -221,6 +274,15 @@ class _ReadOnly(Sequence[LogRecord]):
         return iter(self._items)
 
 
+def _repeat(path: Path, held: LogRecord, record: LogRecord) -> bool:
+    if not held.same_as(record):
+        raise AppendConflictError(
+            f"{path}: index {record.index} already holds a different entry"
+            f" ({held.entry.kind}, not {record.entry.kind})"
+        )
+    return False
+
+
 def _line_offsets(lines: list[bytes]) -> list[int]:
     offsets, pos = [], 0
     for raw in lines:
@@ -229,7 +291,8 @@ def _line_offsets(lines: list[bytes]) -> list[int]:
     return offsets
 
 
-def _parse_header(path: Path, raw: bytes) -> SessionHeader:
+def parse_header(path: Path, raw: bytes) -> SessionHeader:
+    """The header line of a log (``path`` names it in errors)."""
     try:
         obj = json.loads(raw)
         if obj.get("format") != LOG_FORMAT:
@@ -243,11 +306,23 @@ def _parse_header(path: Path, raw: bytes) -> SessionHeader:
         raise SessionLogError(f"{path}:1: bad header ({exc})") from None
 
 
-def _parse_record(path: Path, line_no: int, raw: bytes, expected_index: int) -> LogRecord:
+def parse_records(where: str, data: bytes) -> tuple[LogRecord, ...]:
+    """Record lines as a log writes them (an archive), any indices; ``where`` names them in
+    errors."""
+    return tuple(
+        _parse_record(Path(where), n, raw, None)
+        for n, raw in enumerate(data.split(b"\n"), start=1)
+        if raw.strip()
+    )
+
+
+def _parse_record(path: Path, line_no: int, raw: bytes, expected_index: int | None) -> LogRecord:
     try:
         obj = json.loads(raw)
         if obj.get("v") not in READABLE_FORMAT_VERSIONS:
             raise ValueError(f"record version {obj.get('v')!r} is not supported")
+        if expected_index is None and isinstance(obj.get("i"), int):
+            expected_index = obj["i"]
         if obj.get("i") != expected_index:
             raise ValueError(f"index {obj.get('i')!r}, expected {expected_index}")
         entry = ENTRY_ADAPTER.validate_python(obj["entry"])
@@ -257,7 +332,7 @@ def _parse_record(path: Path, line_no: int, raw: bytes, expected_index: int) -> 
         ts = obj.get("ts", "")
         if not isinstance(ts, str):
             raise ValueError("'ts' is not a string")
-        return LogRecord.make(expected_index, entry, messages, ts)
+        return LogRecord.make(obj["i"], entry, messages, ts)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])

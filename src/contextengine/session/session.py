@@ -11,8 +11,10 @@ from contextengine.errors import SessionLogError
 from contextengine.session.durable import write_replacing
 from contextengine.session.entries import Entry, PruneEntry, SummaryEntry
 from contextengine.session.layout import SessionLayout, new_session_id
-from contextengine.session.log import LoadReport, LogRecord, SessionHeader, SessionLog
+from contextengine.session.log import LoadReport, LogRecord, SessionHeader
 from contextengine.session.render import RenderStyle, render_entry
+from contextengine.session.store.files import FileStore
+from contextengine.session.store.protocol import Archive, SessionStore, StoredSession
 
 RewriteCause = Literal["compaction", "prune"]
 
@@ -26,16 +28,23 @@ class Session:
     their places. Neither rewrites the log.
     """
 
-    def __init__(self, layout: SessionLayout, log: SessionLog, report: LoadReport) -> None:
+    def __init__(
+        self,
+        layout: SessionLayout,
+        stored: StoredSession,
+        report: LoadReport,
+        store: SessionStore | None = None,
+    ) -> None:
         self._layout = layout
-        self._log = log
-        self._style = RenderStyle(log.header.protocol, log.header.diversity)  # type: ignore[arg-type]
+        self._log = stored
+        self._store = store or FileStore()
+        self._style = RenderStyle(stored.header.protocol, stored.header.diversity)  # type: ignore[arg-type]
         self.load_report = report
         self._live: list[LogRecord] = []
+        self._tracked = 0
         self._epoch = 0
         self._rewrite: RewriteCause | None = None
-        for record in log.records:
-            self._track(record)
+        self._track_new()
 
     @classmethod
     def create(
@@ -46,18 +55,20 @@ class Session:
         style: RenderStyle | None = None,
         durable: bool = True,
         files: Mapping[str, str] | None = None,
+        store: SessionStore | None = None,
     ) -> Session:
         """Start a new session in ``directory`` (created if needed, must hold no log yet).
 
         ``files`` (name -> text) are written into the folder before the log appears, so
         a folder with a log always has them whole: a crash at any point leaves either no
         session or a complete one. ``durable=False`` skips fsync per append (replays and
-        benchmarks only).
+        benchmarks only). ``store`` keeps the record (default: files in the folder).
         """
         style = style or RenderStyle()
+        store = store or FileStore()
         layout = SessionLayout(Path(directory))
-        if layout.log.exists():
-            raise SessionLogError(f"{layout.log}: a session log already exists here")
+        if store.exists(layout):
+            raise SessionLogError(f"{layout.directory}: a session already exists here")
         header = SessionHeader(
             session_id=session_id or new_session_id(),
             created=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -67,14 +78,15 @@ class Session:
         layout.artifacts.mkdir(parents=True, exist_ok=True)
         for name, text in (files or {}).items():
             write_replacing(layout.directory / name, text.encode("utf-8"), durable)
-        return cls(layout, SessionLog.create(layout.log, header, durable), LoadReport())
+        return cls(layout, store.create(layout, header, durable), LoadReport(), store)
 
     @classmethod
-    def open(cls, directory: str | Path) -> Session:
-        """Resume the session in ``directory`` exactly as it was recorded."""
+    def open(cls, directory: str | Path, store: SessionStore | None = None) -> Session:
+        """Resume the session in ``directory`` exactly as ``store`` recorded it."""
+        store = store or FileStore()
         layout = SessionLayout(Path(directory))
-        log, report = SessionLog.open(layout.log)
-        return cls(layout, log, report)
+        stored, report = store.open(layout)
+        return cls(layout, stored, report, store)
 
     @property
     def id(self) -> str:
@@ -90,6 +102,16 @@ class Session:
     def directory(self) -> Path:
         """The session's folder."""
         return self._layout.directory
+
+    @property
+    def store(self) -> SessionStore:
+        """Where the session is kept."""
+        return self._store
+
+    @property
+    def stored(self) -> StoredSession:
+        """The session's stored data (record, archives, usage lines, memory files)."""
+        return self._log
 
     @property
     def style(self) -> RenderStyle:
@@ -126,17 +148,27 @@ class Session:
         """What began the current epoch: ``compaction``, ``prune``, or ``None`` (none yet)."""
         return self._rewrite
 
-    def append(self, entry: Entry) -> LogRecord:
-        """Render ``entry`` once, write it durably, and add it to the live view."""
+    def append(self, entry: Entry, archive: Archive | None = None) -> LogRecord:
+        """Render ``entry`` once, write it durably, and add it to the live view.
+
+        ``archive``: what a compaction's summary entry archives, stored atomically with it.
+        """
         index = len(self._log.records)
         record = LogRecord.make(index, entry, render_entry(entry, index, self.id, self._style))
-        self._log.append(record)
-        self._track(record)
+        self._log.append(record, archive)
+        self._track_new()
         return record
 
     def close(self) -> None:
-        """Release the log's file handle."""
+        """Release the log's file handle or connection."""
         self._log.close()
+
+    def _track_new(self) -> None:
+        """Take the records not seen yet (another writer's too) into the live view."""
+        records = self._log.records
+        while self._tracked < len(records):
+            self._track(records[self._tracked])
+            self._tracked += 1
 
     def _track(self, record: LogRecord) -> None:
         entry = record.entry
