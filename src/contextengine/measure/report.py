@@ -16,7 +16,9 @@ from typing import Any
 from contextengine.agent.usage_log import UsageRecord, read_usage
 from contextengine.errors import ContextEngineError
 from contextengine.measure.prices import Prices, family_of, prices_for
+from contextengine.session.entries import ToolResultEntry
 from contextengine.session.layout import SessionLayout
+from contextengine.session.listing import iter_entries
 
 
 @dataclass(frozen=True)
@@ -39,12 +41,14 @@ class UsageReport:
     savings_usd: float
     savings_share: float
     cache_breaks: tuple[dict[str, Any], ...]
+    sub_agents: tuple[dict[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready totals."""
         out = asdict(self)
         out["models"] = list(self.models)
         out["cache_breaks"] = list(self.cache_breaks)
+        out["sub_agents"] = list(self.sub_agents)
         return out
 
 
@@ -94,7 +98,30 @@ def usage_report(
             for r in records
             if isinstance(r.prefix.get("break"), dict)
         ),
+        sub_agents=tuple(sub_agent_usage(session_dir, prices)),
     )
+
+
+def sub_agent_usage(session_dir: Path, prices: str | None = None) -> list[dict[str, Any]]:
+    """Each sub-agent the session delegated to (R16), in order: its session id and folder
+    (a sibling of ``session_dir``), its model calls and their cost."""
+    found: list[dict[str, Any]] = []
+    for entry in iter_entries(SessionLayout(session_dir).log):
+        if not isinstance(entry, ToolResultEntry) or entry.child_session is None:
+            continue
+        folder = session_dir.parent / entry.child_session
+        usage = SessionLayout(folder).usage_log
+        records = list(read_usage(usage)) if usage.is_file() else []
+        found.append(
+            {
+                "session": entry.child_session,
+                "folder": str(folder),
+                "status": entry.status,
+                "calls": len(records),
+                "cost_usd": round(sum(call_cost(r, prices) for r in records), 6),
+            }
+        )
+    return found
 
 
 def call_cost(record: UsageRecord, family: str | None = None) -> float:

@@ -45,8 +45,10 @@ def create_session(
     style: RenderStyle,
     provider: ProviderChoice,
     session_id: str | None = None,
+    parent: str | None = None,
 ) -> Session:
-    """A new session of ``workspace`` with its metadata; ``workspace`` is a resolved path."""
+    """A new session of ``workspace`` with its metadata; ``workspace`` is a resolved path,
+    ``parent`` the id of the session that delegated this one (a sub-agent's)."""
     if not config.root:
         ignore = workspace / ".contextengine" / ".gitignore"
         ignore.parent.mkdir(parents=True, exist_ok=True)
@@ -56,7 +58,7 @@ def create_session(
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", workspace.name).strip("-.") or "workspace"
     root = Path(config.root) if config.root else workspace / DEFAULT_ROOT_NAME
     layout = SessionLayout.under(root, config.org, config.team, name, sid)
-    meta = SessionMeta(sid, str(workspace), provider)
+    meta = SessionMeta(sid, str(workspace), provider, parent)
     return Session.create(
         layout.directory, session_id=sid, style=style, files={META_FILE: meta.to_json()}
     )
