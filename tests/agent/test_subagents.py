@@ -224,3 +224,30 @@ def test_the_child_is_a_session_of_its_own_for_resume(tmp_path: Path) -> None:
         users = [r.entry for r in resumed.session.records if isinstance(r.entry, UserEntry)]
     # Resumed, the child still knows its depth from the parent link on disk.
     assert last.error_class == "limit_reached" and len(users) == 2
+
+
+def test_cli_run_in_deep_research_delegates_over_a_real_model_server(tmp_path: Path) -> None:
+    from providers.fake_servers import FakeModelServer
+    from test_cli import run_cli
+
+    script = [
+        delegate("Count the files."),
+        {"content": "There are no files in this workspace."},
+        {"content": "The sub-agent counted no files."},
+    ]
+    with FakeModelServer("responses", script) as fake:
+        done = run_cli(
+            "run", "How many files?", "-p", "openai", "-m", "gpt-test",
+            "--base-url", fake.base_url, "-w", str(tmp_path / "ws"),
+            "--mode", "deep_research",
+            env={"OPENAI_API_KEY": "k", "CONTEXTENGINE_SANDBOX": "false"},
+        )  # fmt: skip
+        bodies = [r.json() for r in fake.answered]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "The sub-agent counted no files." in done.stdout
+    assert len(bodies) == 3
+    names = [t["name"] for t in bodies[0]["tools"]]
+    assert "agent_delegate" in names
+    assert bodies[1]["tools"] == bodies[0]["tools"]  # the child: the same tool definitions
+    assert "Count the files." in json.dumps(bodies[1]["input"])
+    assert "How many files?" not in json.dumps(bodies[1]["input"])
