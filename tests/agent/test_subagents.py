@@ -6,18 +6,22 @@ error observations, never crashes."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from contextengine import MODES, Config, ScriptedProvider
 from contextengine.agent.loop import Agent
+from contextengine.agent.subagents import delegation_depth
 from contextengine.cli import app
 from contextengine.measure.report import load_usage, usage_report
 from contextengine.session.entries import ToolResultEntry, UserEntry
-from contextengine.session.meta import load_meta
+from contextengine.session.meta import META_FILE, SessionMeta, load_meta
 from contextengine.tools.agent_delegate import AgentDelegateTool
 from contextengine.tools.modes import mode_mask
 
@@ -251,3 +255,25 @@ def test_cli_run_in_deep_research_delegates_over_a_real_model_server(tmp_path: P
     assert bodies[1]["tools"] == bodies[0]["tools"]  # the child: the same tool definitions
     assert "Count the files." in json.dumps(bodies[1]["input"])
     assert "How many files?" not in json.dumps(bodies[1]["input"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    parents=st.lists(st.one_of(st.none(), st.integers(0, 7)), min_size=1, max_size=8),
+)
+def test_depth_counts_parent_links_and_always_ends(parents: list[int | None]) -> None:
+    """Session ``s<k>`` names ``s<parents[k]>`` as its parent (maybe missing, maybe a loop):
+    the depth is the number of links followed before a top-level, missing or seen session."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, parent in enumerate(parents):
+            folder = Path(tmp) / f"s{k}"
+            folder.mkdir()
+            named = None if parent is None else f"s{parent}"
+            (folder / META_FILE).write_text(SessionMeta(f"s{k}", "/w", parent=named).to_json())
+        for k in range(len(parents)):
+            seen, at, expected = {k}, parents[k], 0
+            while at is not None and at not in seen:
+                expected += 1
+                seen.add(at)
+                at = parents[at] if at < len(parents) else None
+            assert delegation_depth(Path(tmp) / f"s{k}") == expected
