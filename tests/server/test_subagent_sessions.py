@@ -1,4 +1,5 @@
-"""R16.1 over HTTP: a sub-agent's session is listed with the session that delegated it."""
+"""R16.1 over HTTP: a sub-agent's session is listed with the session that delegated it,
+and the parent's usage names it."""
 
 from __future__ import annotations
 
@@ -30,3 +31,5 @@ def test_the_session_list_names_each_sessions_parent(workspace: Path) -> None:
         assert listed[child]["parent"] == parent
         assert listed[child]["title"] == "Count the files."
         assert http.get(f"/api/sessions/{child}").json()["parent"] == parent
+        (listed_child,) = http.get(f"/api/sessions/{parent}/usage").json()["sub_agents"]
+        assert listed_child["session"] == child and listed_child["calls"] == 1
