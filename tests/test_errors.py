@@ -15,6 +15,7 @@ from contextengine.errors import ContextEngineError, ProviderError
 
 TOOL_SIGNALS = {
     # Raised and caught inside one tool, which returns a ToolError value instead.
+    "contextengine.tools.agent_delegate.DelegationRefused",
     "contextengine.tools.files.Refusal",
     "contextengine.tools.sandbox.SandboxUnavailable",
     "contextengine.tools.web_http.WebRefused",

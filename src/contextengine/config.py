@@ -245,6 +245,24 @@ class Config(BaseSettings):
             )
         return value.strip()
 
+    # Sub-agents (agent_delegate, R16) and versioned working memory
+    subagents: bool = Field(
+        False,
+        description="Offer the agent_delegate tool (always offered in a session that starts "
+        "in DEEP_RESEARCH mode).",
+    )
+    max_delegate_depth: int = Field(
+        1, ge=0, le=5, description="How deep sub-agents may nest (1: children cannot delegate)."
+    )
+    delegate_max_steps: int = Field(
+        30, ge=1, description="Model calls a sub-agent may make for its task."
+    )
+    memory_git: bool = Field(
+        False,
+        description="Commit the session's three memory files to a git repo in the session "
+        "folder at the end of every turn that changed them (needs git).",
+    )
+
     @field_validator("mode", mode="before")
     @classmethod
     def _mode_upper(cls, value: Any) -> Any:

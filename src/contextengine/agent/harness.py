@@ -23,6 +23,7 @@ from contextengine.agent.rules.base import HarnessContext, Rule
 from contextengine.agent.rules.injection import Injection
 from contextengine.agent.rules.lessons import Lessons
 from contextengine.agent.rules.longterm import LongTermIndex
+from contextengine.agent.rules.memory_git import MemoryVersions
 from contextengine.agent.rules.plan_recitation import PlanRecitation
 from contextengine.agent.rules.plan_updates import PlanUpdates
 from contextengine.agent.rules.progress_log import ProgressLog
@@ -34,6 +35,7 @@ from contextengine.memory.injectors import Injector, default_injectors
 from contextengine.memory.lessons import LessonStore
 from contextengine.memory.longterm import LongTermMemory
 from contextengine.memory.scope import SessionScope
+from contextengine.memory.versions import MemoryRepo
 from contextengine.memory.working_memory import WorkingMemory
 from contextengine.session.entries import Entry
 from contextengine.session.session import Session
@@ -52,10 +54,13 @@ def default_rules(
     lessons: LessonStore | None = None,
     longterm: LongTermMemory | None = None,
     injectors: Sequence[Injector] = (),
+    versions: MemoryRepo | None = None,
 ) -> list[Rule]:
     """The rules of the default harness, in the order they run at every hook; the
     component flags pick which are in (``reminders``: recitation, 2-action, 3-strike;
-    ``recitation``: the task-status tail; ``injection``: the injectors)."""
+    ``recitation``: the task-status tail; ``injection``: the injectors); ``versions``:
+    the git repository the memory files are committed to at each turn's end (last, so
+    the commit holds what every other rule wrote)."""
     reminders = config.flag("reminders")
     rules: list[Rule | None] = [
         PlanUpdates(ctx),
@@ -67,6 +72,7 @@ def default_rules(
         ThreeStrikeRule(ctx) if reminders else None,
         TaskStatusTail(ctx) if config.flag("recitation") else None,
         LongTermIndex(ctx, longterm) if longterm is not None else None,
+        MemoryVersions(ctx, versions) if versions is not None else None,
     ]
     return [rule for rule in rules if rule is not None]
 
@@ -152,9 +158,17 @@ class DefaultHarness(RuleHarness):
         longterm: LongTermMemory | None = None,
         injectors: Sequence[Injector] = (),
         traits: Callable[[str], ToolTraits] = lambda _: UNDECLARED,
+        versions: MemoryRepo | None = None,
     ) -> None:
         ctx = HarnessContext.of(session, memory, workspace, traits, model)
-        rules = default_rules(ctx, config, lessons=lessons, longterm=longterm, injectors=injectors)
+        rules = default_rules(
+            ctx,
+            config,
+            lessons=lessons,
+            longterm=longterm,
+            injectors=injectors,
+            versions=versions,
+        )
         super().__init__(ctx, rules)
 
 
@@ -171,12 +185,17 @@ def build_harness(
     """The default harness for an agent, or the null one when every harness flag is off.
 
     ``injectors`` run after the built-in ones (when the ``injection`` flag is on);
-    ``traits`` says what each tool (by name) declares, as ``Toolset.traits`` does.
+    ``traits`` says what each tool (by name) declares, as ``Toolset.traits`` does. With
+    ``memory_git`` on (and working memory), the memory files are committed per turn;
+    ``ConfigError`` when git is missing.
     """
     if not any(config.flag(name) for name in _HARNESS_FLAGS):
         return NullHarness()
     lessons = longterm = None
     chosen: list[Injector] = []
+    versions = None
+    if config.memory_git and config.flag("working_memory"):
+        versions = MemoryRepo.open(session.directory)
     if config.flag("working_memory") or config.flag("injection"):
         scope = SessionScope.of(session.directory)
         lessons, longterm = LessonStore(scope), LongTermMemory(scope)
@@ -195,4 +214,5 @@ def build_harness(
         longterm=longterm,
         injectors=chosen,
         traits=traits,
+        versions=versions,
     )

@@ -26,6 +26,7 @@ from contextengine.agent.in_thread import in_thread
 from contextengine.agent.model_calls import ModelCalls
 from contextengine.agent.parts import AgentParts, ToolRunner
 from contextengine.agent.stats import AgentStats
+from contextengine.agent.subagents import SubAgents
 from contextengine.agent.tool_step import ToolStep, append_assistant, interpret
 from contextengine.compress.externalize import CompressedRef
 from contextengine.config import Config
@@ -87,6 +88,7 @@ class Agent:
             session_id=session_id,
             injectors=injectors,
             provider_choice=provider_choice,
+            mode=mode,
         )
         self._assemble(parts, ask_human, mask)
 
@@ -138,6 +140,7 @@ class Agent:
             self.harness,
         )
         self._stats = AgentStats()
+        self.tool_context.delegate = SubAgents(self, Agent.from_parts)
 
     @classmethod
     def resume(
@@ -163,7 +166,9 @@ class Agent:
         try:
             workspace = load_meta(session.directory).workspace
             close_interrupted_calls(session)
-            parts = AgentParts.defaults(provider, workspace, config, session=session, tools=tools)
+            parts = AgentParts.defaults(
+                provider, workspace, config, session=session, tools=tools, mode=mode
+            )
             return cls.from_parts(parts, mode=mode)
         except BaseException:
             session.close()

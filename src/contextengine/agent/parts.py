@@ -34,6 +34,7 @@ from contextengine.session.folders import create_session
 from contextengine.session.meta import ProviderChoice
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
+from contextengine.tools.agent_delegate import with_agent_delegate
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.file_delete import TRASH_DIR
@@ -105,21 +106,26 @@ class AgentParts:
         session_id: str | None = None,
         injectors: Sequence[Injector] = (),
         provider_choice: ProviderChoice | None = None,
+        mode: str | None = None,
+        parent: str | None = None,
     ) -> AgentParts:
         """The standard parts; a given ``session``, ``tools`` or ``harness`` is used as is.
 
         Without ``session`` a new one is made for ``workspace`` (``protocol``,
-        ``session_id``; ``provider_choice`` is recorded so a resume can choose it again).
+        ``session_id``; ``provider_choice`` is recorded so a resume can choose it again;
+        ``parent``: the delegating session's id, for a sub-agent). ``mode``: the preset the
+        agent starts in (else the config's), which may add tools (``DEEP_RESEARCH``:
+        ``agent_delegate``).
         """
         config = config if config is not None else Config.load()
         root = Path(workspace).resolve()
         root.mkdir(parents=True, exist_ok=True)
         code_map_on = config.enabled and config.code_map
-        toolset: ToolRunner = tools or _default_tools(config, code_map_on)
+        toolset: ToolRunner = tools or _default_tools(config, code_map_on, mode or config.mode)
         if session is None:
             style = RenderStyle(protocol=protocol, diversity=config.flag("diversity"))
             choice = _chosen(provider, provider_choice)
-            session = create_session(root, config, style, choice, session_id)
+            session = create_session(root, config, style, choice, session_id, parent)
         memory = WorkingMemory(
             session.directory if config.flag("working_memory") else None, files=session.stored
         )
@@ -162,8 +168,9 @@ class AgentParts:
         )
 
 
-def _default_tools(config: Config, code_map: bool) -> Toolset:
+def _default_tools(config: Config, code_map: bool, mode: str | None) -> Toolset:
     """The default tools, the memory tools with working memory on, ``code_map`` with it on,
+    ``agent_delegate`` with ``subagents`` on or a start in ``DEEP_RESEARCH`` mode,
     ``web_search`` with a search backend (without one it could only fail, yet its
     definition would be paid on every request)."""
     toolset = default_toolset()
@@ -171,6 +178,8 @@ def _default_tools(config: Config, code_map: bool) -> Toolset:
         toolset = toolset.plus(WebSearch())
     if config.flag("working_memory"):
         toolset = with_memory_tools(toolset)
+    if config.subagents or (mode is not None and mode.strip().upper() == "DEEP_RESEARCH"):
+        toolset = with_agent_delegate(toolset)
     return with_code_map(toolset) if code_map else toolset
 
 

@@ -25,6 +25,8 @@ from contextengine.session.entries import (
 )
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
+from contextengine.tools.agent_delegate import CHILD_SESSION
+from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import classify_error
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
@@ -144,6 +146,7 @@ class ToolStep:
                 full_ref=processed.full_ref,
                 original_length=processed.original_length,
                 error_class=error_class,
+                child_session=_child_session(outcome),
             )
         )
         if processed.live != processed.history:
@@ -152,3 +155,9 @@ class ToolStep:
         if outcome.error is not None:
             yield ErrorEvent(error_class or outcome.error.code, outcome.error.message)
         return self.harness.after_tool(call, outcome, error_class)
+
+
+def _child_session(outcome: ToolOutcome) -> str | None:
+    """The sub-agent session a call ran, as its outcome names it."""
+    child = outcome.data.get(CHILD_SESSION)
+    return child if isinstance(child, str) else None

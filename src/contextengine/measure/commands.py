@@ -185,11 +185,18 @@ def report_command(
         table.add_row("cost without a cache", f"${report.cost_without_cache_usd:.4f}")
         table.add_row("savings", f"${report.savings_usd:.4f} ({report.savings_share:.1%})")
     table.add_row("cache breaks", str(len(report.cache_breaks)))
+    table.add_row("sub-agents", str(len(report.sub_agents)))
     console.print(table)
     for brk in report.cache_breaks:
         console.print(
             f"  call {brk['call']} ({brk['purpose']}): {brk.get('cause')} at char "
             f"{brk.get('position')}",
+            markup=False,
+        )
+    for child in report.sub_agents:
+        console.print(
+            f"  sub-agent {child['session']} ({child['status']}): {child['calls']} calls, "
+            f"${child['cost_usd']:.4f} - report {child['folder']}",
             markup=False,
         )
     if plot is not None:

@@ -17,7 +17,9 @@ from typing import Any
 from contextengine.agent.usage_log import UsageRecord, read_usage
 from contextengine.errors import ContextEngineError
 from contextengine.measure.prices import UNKNOWN_PRICE, Prices, model_prices, prices_for
+from contextengine.session.entries import ToolResultEntry
 from contextengine.session.layout import SessionLayout
+from contextengine.session.listing import iter_entries
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class UsageReport:
     savings_share: float
     cache_breaks: tuple[dict[str, Any], ...]
     unpriced_models: tuple[str, ...] = ()
+    sub_agents: tuple[dict[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready totals."""
@@ -48,6 +51,7 @@ class UsageReport:
         out["models"] = list(self.models)
         out["cache_breaks"] = list(self.cache_breaks)
         out["unpriced_models"] = list(self.unpriced_models)
+        out["sub_agents"] = list(self.sub_agents)
         return out
 
 
@@ -102,7 +106,30 @@ def usage_report(
             if isinstance(r.prefix.get("break"), dict)
         ),
         unpriced_models=tuple(sorted(unpriced)),
+        sub_agents=tuple(sub_agent_usage(session_dir, prices)),
     )
+
+
+def sub_agent_usage(session_dir: Path, prices: str | None = None) -> list[dict[str, Any]]:
+    """Each sub-agent the session delegated to (R16), in order: its session id and folder
+    (a sibling of ``session_dir``), its model calls and their cost."""
+    found: list[dict[str, Any]] = []
+    for entry in iter_entries(SessionLayout(session_dir).log):
+        if not isinstance(entry, ToolResultEntry) or entry.child_session is None:
+            continue
+        folder = session_dir.parent / entry.child_session
+        usage = SessionLayout(folder).usage_log
+        records = list(read_usage(usage)) if usage.is_file() else []
+        found.append(
+            {
+                "session": entry.child_session,
+                "folder": str(folder),
+                "status": entry.status,
+                "calls": len(records),
+                "cost_usd": usage_report(folder, records, prices).cost_usd,
+            }
+        )
+    return found
 
 
 def call_cost(record: UsageRecord) -> float | None:

@@ -35,7 +35,8 @@ SCAN_MAX_AGE_S = 1.0
 
 @dataclass(frozen=True)
 class SessionInfo:
-    """What the session picker shows about a session."""
+    """What the session picker shows about a session (``parent``: the session that
+    delegated it, for a sub-agent's)."""
 
     id: str
     created: str
@@ -43,6 +44,7 @@ class SessionInfo:
     title: str
     busy: bool
     turn: TurnInfo | None
+    parent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -181,11 +183,13 @@ class SessionStore:
                 with self._lock:
                     self._titles[directory] = titled
         turn = channel.turn if channel is not None else None
+        meta = self._meta(directory)
         return SessionInfo(
             id=session_id,
             created=titled[0],
-            model=meta.provider.model if (meta := self._meta(directory)) else "",
+            model=meta.provider.model if meta else "",
             title=titled[1],
             busy=turn is not None,
             turn=turn,
+            parent=meta.parent if meta else None,
         )

@@ -87,6 +87,8 @@ class ToolResultEntry(_Entry):
 
     ``content`` is the compressed form that history renders; ``full_ref`` points to the
     full observation in the session's artifacts (``None`` when ``content`` is complete).
+    ``child_session`` is the id of the sub-agent session the call ran (``agent_delegate``):
+    the link a reader follows to the child (a sibling folder of this session's).
     """
 
     kind: Literal["tool_result"] = "tool_result"
@@ -97,6 +99,15 @@ class ToolResultEntry(_Entry):
     full_ref: str | None = None
     original_length: int = 0
     error_class: str | None = None
+    child_session: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_no_child(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Results of calls that started no sub-agent keep the line they always had.
+        data: dict[str, Any] = handler(self)
+        if self.child_session is None:
+            data.pop("child_session", None)
+        return data
 
 
 class ToolStartEntry(_Entry):

@@ -51,9 +51,11 @@ def create_session(
     style: RenderStyle,
     provider: ProviderChoice,
     session_id: str | None = None,
+    parent: str | None = None,
 ) -> Session:
     """A new session of ``workspace`` with its metadata, kept in the config's store;
-    ``workspace`` is a resolved path."""
+    ``workspace`` is a resolved path, ``parent`` the id of the session that delegated this
+    one (a sub-agent's)."""
     base = sessions_base(config)
     if not base:
         ignore = workspace / ".contextengine" / ".gitignore"
@@ -64,7 +66,7 @@ def create_session(
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", workspace.name).strip("-.") or "workspace"
     root = Path(base) if base else workspace / DEFAULT_ROOT_NAME
     layout = SessionLayout.under(root, config.org, config.team, name, sid)
-    meta = SessionMeta(sid, str(workspace), provider)
+    meta = SessionMeta(sid, str(workspace), provider, parent)
     return Session.create(
         layout.directory,
         session_id=sid,

@@ -42,6 +42,8 @@ ErrorCode = Literal[
     "http_error",
     "network_error",
     "not_text",
+    "limit_reached",
+    "subagent_failed",
     "exception",
 ]
 

@@ -13,6 +13,7 @@ from contextengine.tools.workspace import Workspace
 if TYPE_CHECKING:
     from contextengine.codemap import CodeMap
     from contextengine.memory.working_memory import WorkingMemory
+    from contextengine.tools.agent_delegate import Delegator
     from contextengine.tools.web_search import SearchBackend
 
 
@@ -29,6 +30,7 @@ class ToolContext:
     ``web`` is how the web tools treat sites, ``robots`` the robots.txt rules fetched so
     far, and ``search`` the backend ``web_search`` asks (``None``: not configured).
     ``code_map`` is the workspace's code map that ``code_map`` renders (``None``: off).
+    ``delegate`` runs the sub-agents ``agent_delegate`` asks for (``None``: none may run).
     """
 
     workspace: Workspace
@@ -42,3 +44,4 @@ class ToolContext:
     robots: RobotsCache = field(default_factory=RobotsCache)
     search: SearchBackend | None = None
     code_map: CodeMap | None = None
+    delegate: Delegator | None = None

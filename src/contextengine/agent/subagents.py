@@ -1,0 +1,144 @@
+"""Sub-agents (R16): the child agents ``agent_delegate`` runs, each in its own session.
+
+A child is a full agent: its own session folder next to its parent's (``session.json``
+names the parent), its own working memory and its own cached prefix, the parent's provider
+object (so one scripted provider drives parent and child in the order they ask) and the
+parent's tools (the same definitions, so the child's prefix starts as the parent's). It
+runs its task as one turn to its end within ``delegate_max_steps``; how deep children may
+nest is ``max_delegate_depth``, counted along the ``parent`` links of the session folders.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Protocol
+
+from contextengine.agent.events import RunResult
+from contextengine.agent.parts import AgentParts, ToolRunner
+from contextengine.config import Config
+from contextengine.providers.base import Provider
+from contextengine.session.entries import AssistantEntry, ToolResultEntry
+from contextengine.session.meta import read_meta
+from contextengine.session.session import Session
+from contextengine.tools.agent_delegate import ChildReport, DelegationRefused
+
+
+class ParentAgent(Protocol):
+    """What a delegating agent lends its children."""
+
+    provider: Provider
+    config: Config
+    workspace: Path
+    session: Session
+    toolset: ToolRunner
+
+    @property
+    def mode(self) -> str | None:
+        """The preset the parent works in."""
+        ...
+
+
+class ChildAgent(Protocol):
+    """A started child: its session, one turn, and closing it."""
+
+    session: Session
+
+    def run(self, message: str) -> RunResult:
+        """Run the task to its final answer."""
+        ...
+
+    def close(self) -> None:
+        """Release the child's session log."""
+        ...
+
+
+class StartChild(Protocol):
+    """Makes the child agent from its parts (``Agent.from_parts``)."""
+
+    def __call__(self, parts: AgentParts, *, mode: str | None = None) -> ChildAgent:
+        """The child agent, working in preset ``mode``."""
+        ...
+
+
+class SubAgents:
+    """The ``Delegator`` of one agent: starts, runs and reports its children."""
+
+    def __init__(self, parent: ParentAgent, start: StartChild) -> None:
+        self._parent = parent
+        self._start = start
+
+    def delegate(self, task: str, mode: str | None) -> ChildReport:
+        """Run ``task`` in a new child session (in ``mode``, else the parent's) and report."""
+        parent = self._parent
+        config = parent.config
+        depth = delegation_depth(parent.session.directory)
+        if depth >= config.max_delegate_depth:
+            raise DelegationRefused(
+                f"this agent is a sub-agent at depth {depth} and max_delegate_depth is "
+                f"{config.max_delegate_depth}: it cannot delegate; do the task yourself"
+            )
+        meta = read_meta(parent.session.directory)
+        parts = AgentParts.defaults(
+            parent.provider,
+            parent.workspace,
+            config.with_flags(max_steps=config.delegate_max_steps),
+            tools=parent.toolset,
+            protocol=parent.session.style.protocol,
+            provider_choice=meta.provider if meta is not None else None,
+            parent=parent.session.id,
+        )
+        child = self._start(parts, mode=mode or parent.mode)
+        try:
+            result = child.run(task)
+            return ChildReport(
+                session_id=child.session.id,
+                status=result.status,
+                answer=result.final_answer,
+                paths=written_paths(child.session, parent.toolset),
+                steps=result.steps,
+                error=result.error,
+            )
+        finally:
+            child.close()
+
+
+def delegation_depth(session_dir: Path) -> int:
+    """How many ``parent`` links lead up from the session (0: a top-level session).
+
+    A child's folder is a sibling of its parent's; a missing parent ends the chain.
+    """
+    depth = 0
+    seen = {session_dir.name}
+    meta = read_meta(session_dir)
+    while meta is not None and meta.parent is not None and meta.parent not in seen:
+        depth += 1
+        seen.add(meta.parent)
+        meta = read_meta(session_dir.parent / meta.parent)
+    return depth
+
+
+def written_paths(session: Session, tools: ToolRunner) -> tuple[str, ...]:
+    """The ``path`` arguments of the session's successful calls of writing tools, in order."""
+    calls: dict[str, tuple[str, str]] = {}
+    paths: list[str] = []
+    for record in session.records:
+        entry = record.entry
+        if isinstance(entry, AssistantEntry):
+            calls.update((c.id, (c.name, c.arguments_json)) for c in entry.tool_calls)
+        elif isinstance(entry, ToolResultEntry) and entry.status == "success":
+            name, arguments = calls.get(entry.call_id, ("", "{}"))
+            if tools.traits(name).category != "write":
+                continue
+            path = _path_of(arguments)
+            if path is not None and path not in paths:
+                paths.append(path)
+    return tuple(paths)
+
+
+def _path_of(arguments_json: str) -> str | None:
+    try:
+        path = json.loads(arguments_json).get("path")
+    except (ValueError, AttributeError):
+        return None
+    return path if isinstance(path, str) else None
