@@ -81,13 +81,13 @@ def test_memory_files_exist_from_the_start_and_every_change_is_an_event(tmp_path
 
     progress = (agent.session_dir / "progress.md").read_text()
     for line in (
-        "✅ Session Started",
-        "🔧 Tool Call: todo_write",
-        "🔧 Tool Call: file_write",
-        "❌ ERROR (attempt 1): NameError",
-        "🔧 Tool Call: memory_finding_add",
+        "[x] Session Started",
+        "[*] Tool Call: todo_write",
+        "[*] Tool Call: file_write",
+        "[!] ERROR (attempt 1): NameError",
+        "[*] Tool Call: memory_finding_add",
         "**Command**: `cat a.txt`",
-        "🏁 Turn Ended: completed",
+        "[=] Turn Ended: completed",
     ):
         assert line in progress
     assert "NameError: name 'undefined_name' is not defined" in progress
@@ -111,9 +111,9 @@ def test_third_error_of_a_class_reboots_and_can_hand_over_to_a_human(tmp_path):
     assert result.error == "Which variable should the script print?"
 
     progress = (agent.session_dir / "progress.md").read_text()
-    assert "❌ ERROR (attempt 1): NameError" in progress
-    assert "❌ ERROR (attempt 2): NameError" in progress
-    assert "❌ ERROR (attempt 3): NameError 🚨 3-STRIKE TRIGGERED" in progress
+    assert "[!] ERROR (attempt 1): NameError" in progress
+    assert "[!] ERROR (attempt 2): NameError" in progress
+    assert "[!] ERROR (attempt 3): NameError !! 3-STRIKE TRIGGERED" in progress
     assert "**Human help**: yes - Which variable should the script print?" in progress
 
     reminders = entries(agent, ReminderEntry)
@@ -153,8 +153,8 @@ def test_a_human_answer_continues_the_run_and_the_struck_class_starts_over(tmp_p
     assert entries(agent, UserEntry)[-1].text == "Print 'hello' instead."
     assert [r.purpose for r in provider.requests].count("reboot") == 1
     assert (
-        "❌ ERROR (attempt 1): NameError"
-        in ((agent.session_dir / "progress.md").read_text().split("🔄 5-Question Reboot")[1])
+        "[!] ERROR (attempt 1): NameError"
+        in ((agent.session_dir / "progress.md").read_text().split("[~] 5-Question Reboot")[1])
     )
 
 
@@ -316,8 +316,8 @@ def test_a_resumed_session_keeps_its_counters_and_plan(tmp_path):
     assert "[>] 1 Probe python" in later.requests[0].messages[-1]["content"]
     assert "Objective: Probe python." in later.requests[0].messages[-1]["content"]
     progress = (session_dir / "progress.md").read_text()
-    assert "🔁 Session Resumed" in progress
-    assert "❌ ERROR (attempt 3): NameError 🚨 3-STRIKE TRIGGERED" in progress
+    assert "[~] Session Resumed" in progress
+    assert "[!] ERROR (attempt 3): NameError !! 3-STRIKE TRIGGERED" in progress
 
 
 def test_lessons_reach_the_next_session_and_a_broken_injector_is_skipped(tmp_path, caplog):
@@ -358,7 +358,7 @@ def test_lessons_reach_the_next_session_and_a_broken_injector_is_skipped(tmp_pat
     memory = [n for n in notes if n.source == "long_term_memory"]
     assert memory and "greet.py prints hi" in memory[0].text
     assert "injector preferences failed and was skipped: IsADirectoryError" in caplog.text
-    assert "⚠️ Injector Failed: preferences" in (second.session_dir / "progress.md").read_text()
+    assert "[!] Injector Failed: preferences" in (second.session_dir / "progress.md").read_text()
 
 
 def test_flags_switch_the_harness_parts_off(tmp_path):
