@@ -1,16 +1,14 @@
-// The contextengine web UI: plain JS, no build step, no third-party code.
+// The contextengine web UI: plain JS, no build step; the only third-party code is the
+// vendored markdown renderer (marked) and sanitizer (DOMPurify) under static/vendor/.
 // Everything that comes from the server (model text, tool output, files) is treated as
-// untrusted: it reaches the page only as text nodes or through escapeHtml().
+// untrusted: it reaches the page as text nodes, or as markdown whose raw HTML is shown as
+// text and whose output DOMPurify sanitizes.
 'use strict';
 
 const FINAL_STAGES = new Set(['done', 'skipped', 'timed_out', 'failed']);
-// Task boxes as the plan writes them: pending, done, in progress, failed.
-const STEP_MARKS = {
-  ' ': ['☐', 'pending'],
-  x: ['☑', 'done'],
-  '>': ['▶', 'doing'],
-  '!': ['☒', 'failed'],
-};
+// Task boxes as the plan writes them (pending, done, in progress, failed), shown as the
+// same ASCII marks: readable without emoji or symbol fonts.
+const STEP_MARKS = { ' ': 'pending', x: 'done', '>': 'doing', '!': 'failed' };
 
 const state = {
   session: null,
@@ -121,7 +119,7 @@ function parseSseBlock(block) {
   return { type, id, data: JSON.parse(data.join('\n')) };
 }
 
-// ---------------------------------------------------------------- markdown (minimal, safe)
+// ---------------------------------------------------------------- markdown (vendored, sanitized)
 
 function escapeHtml(text) {
   return String(text)
@@ -132,88 +130,41 @@ function escapeHtml(text) {
     .replace(/'/g, '&#39;');
 }
 
-// Inline markup on already-escaped text; code spans are cut out first so nothing inside
-// them is formatted.
-function inline(escaped) {
-  return escaped
-    .split(/(`[^`]+`)/g)
-    .map((part) => {
-      if (/^`[^`]+`$/.test(part)) return `<code>${part.slice(1, -1)}</code>`;
-      return part
-        .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
-        .replace(/(^|[\s(])\*([^*\s][^*]*)\*/g, '$1<em>$2</em>');
-    })
-    .join('');
+// GitHub-flavoured markdown; raw HTML in the source is shown as text, never rendered.
+const markdown = new marked.Marked({
+  gfm: true,
+  breaks: true,
+  renderer: { html: (token) => escapeHtml(token.text) },
+});
+
+function stepMark(mark) {
+  return el('span', `check ${STEP_MARKS[mark]}`, `[${mark}]`);
 }
 
-function renderMarkdown(source) {
-  const lines = String(source).replace(/\r\n?/g, '\n').split('\n');
-  const out = [];
-  let paragraph = [];
-  let list = null;
-  const flushParagraph = () => {
-    if (paragraph.length) out.push(`<p>${paragraph.map((l) => inline(escapeHtml(l))).join('<br>')}</p>`);
-    paragraph = [];
-  };
-  const closeList = () => {
-    if (list) out.push(`</${list}>`);
-    list = null;
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const fence = line.match(/^\s*```/);
-    if (fence) {
-      flushParagraph();
-      closeList();
-      const code = [];
-      for (i++; i < lines.length && !/^\s*```/.test(lines[i]); i++) code.push(lines[i]);
-      out.push(`<pre><code>${escapeHtml(code.join('\n'))}</code></pre>`);
-      continue;
-    }
-    const heading = line.match(/^(#{1,6})\s+(.*)$/);
-    const bullet = line.match(/^\s*[-*+]\s+(.*)$/);
-    const numbered = line.match(/^\s*\d+[.)]\s+(.*)$/);
-    if (heading) {
-      flushParagraph();
-      closeList();
-      const level = heading[1].length;
-      out.push(`<h${level}>${inline(escapeHtml(heading[2]))}</h${level}>`);
-    } else if (bullet || numbered) {
-      flushParagraph();
-      const kind = bullet ? 'ul' : 'ol';
-      if (list !== kind) {
-        closeList();
-        out.push(`<${kind}>`);
-        list = kind;
-      }
-      let item = (bullet || numbered)[1];
-      const box = item.match(/^\[([ xX>!])\]\s*(.*)$/);
-      let prefix = '';
-      if (box) {
-        const [mark, kind] = STEP_MARKS[box[1].toLowerCase()];
-        prefix = `<span class="check ${kind}">${mark}</span> `;
-        item = box[2];
-      }
-      out.push(`<li>${prefix}${inline(escapeHtml(item))}</li>`);
-    } else if (/^\s*(-{3,}|\*{3,})\s*$/.test(line)) {
-      flushParagraph();
-      closeList();
-      out.push('<hr>');
-    } else if (/^\s*>\s?/.test(line)) {
-      flushParagraph();
-      closeList();
-      out.push(`<blockquote>${inline(escapeHtml(line.replace(/^\s*>\s?/, '')))}</blockquote>`);
-    } else if (!line.trim()) {
-      flushParagraph();
-      closeList();
-    } else {
-      closeList();
-      paragraph.push(line);
+// Task-list items keep their ASCII box ([ ] [x] [>] [!]), styled by status.
+function markSteps(root) {
+  for (const box of root.querySelectorAll('li input[type=checkbox]')) {
+    box.replaceWith(stepMark(box.checked ? 'x' : ' '));
+  }
+  for (const item of root.querySelectorAll('li')) {
+    const holder = item.firstElementChild && item.firstElementChild.tagName === 'P' ? item.firstElementChild : item;
+    const first = holder.firstChild;
+    const box = first && first.nodeType === Node.TEXT_NODE && first.textContent.match(/^\s*\[([>!])\]\s*/);
+    if (box) {
+      first.textContent = first.textContent.slice(box[0].length);
+      holder.prepend(stepMark(box[1]), ' ');
     }
   }
-  flushParagraph();
-  closeList();
-  return out.join('\n');
+}
+
+// Render untrusted markdown into `node`: marked, then DOMPurify, then the task marks.
+function setMarkdown(node, source) {
+  node.innerHTML = DOMPurify.sanitize(markdown.parse(String(source ?? '')));
+  for (const link of node.querySelectorAll('a[href]')) {
+    link.target = '_blank';
+    link.rel = 'noopener noreferrer';
+  }
+  markSteps(node);
 }
 
 // ---------------------------------------------------------------- chat
@@ -243,7 +194,7 @@ function newTurn() {
   const node = el('div', 'msg agent');
   node.append(el('div', 'who', 'Agent'));
   chatLog().append(node);
-  return { node, stream: null, reasoning: null, lastStep: null, tools: new Map(), compaction: null };
+  return { node, stream: null, reasoning: null, lastStep: null, tools: new Map(), compaction: null, question: null };
 }
 
 function onThinking(turn, payload) {
@@ -331,23 +282,93 @@ function onToolResult(turn, payload) {
   badge.textContent = payload.error_class ? `${status}: ${payload.error_class}` : status;
   block.classList.add(status === 'success' ? 'tool-ok' : 'tool-failed');
   const section = el('div', 'tool-section');
-  section.append(el('div', 'label', 'Result'), el('pre', 'tool-result', pretty(payload.preview)));
-  const artifact = artifactOf(payload.preview);
-  if (artifact) {
-    const open = el('button', 'link', `Open artifact ${artifact}`);
-    open.type = 'button';
-    open.addEventListener('click', () => openArtifactTab(artifact));
-    section.append(open);
+  section.append(el('div', 'label', 'Result'));
+  const ref = compressedRef(payload.preview);
+  if (ref) {
+    section.append(refCard(ref));
+    // A ref stands for a long result: the card says what it is; the tool summary shows it.
+    block.querySelector('summary').append(refChip(ref));
+  } else {
+    section.append(el('pre', 'tool-result', pretty(payload.preview)));
   }
   block.append(section);
   scrollChat();
 }
 
-// The artifact a compressed_ref observation points to, relative to artifacts/. Live
-// previews are cut short, so the ref is matched as text rather than parsed.
-function artifactOf(preview) {
-  const match = String(preview).match(/"_type":"compressed_ref"[^]*?"path":"(?:[^"\\]|\\.)*artifacts\/((?:[^"\\]|\\.)+)"/);
-  return match ? JSON.parse(`"${match[1]}"`) : null;
+// ---------------------------------------------------------------- compressed refs as cards
+
+const REF_PREFIX = '{"_type":"compressed_ref"';
+
+// A compressed_ref observation's fields, and the note after it; null for other text.
+// Live previews are cut short, so when the JSON does not parse, the fields that arrived
+// whole are read one by one (canonical JSON: sorted keys, no spaces).
+function compressedRef(text) {
+  const source = String(text);
+  if (!source.startsWith(REF_PREFIX)) return null;
+  const line = source.split('\n', 1)[0];
+  const note = source.slice(line.length).trim();
+  try {
+    return { ...JSON.parse(line), note, complete: true };
+  } catch {
+    const ref = { note, complete: false };
+    const fields = line.matchAll(/"(\w+)":("(?:[^"\\]|\\.)*"|-?\d+|true|false)/g);
+    for (const [, key, value] of fields) ref[key] = JSON.parse(value);
+    const cut = line.match(/"preview":"((?:[^"\\]|\\.)*)$/);
+    if (cut && ref.preview === undefined) ref.preview = unescapeJson(cut[1].replace(/\\u?[0-9a-fA-F]{0,3}$|\\$/, ''));
+    return ref;
+  }
+}
+
+function unescapeJson(body) {
+  try {
+    return JSON.parse(`"${body}"`);
+  } catch {
+    return body;
+  }
+}
+
+// The artifact a ref points to, relative to the session's artifacts/ folder.
+function artifactPath(ref) {
+  const match = typeof ref.path === 'string' && ref.path.match(/(?:^|\/)artifacts\/(.+)$/);
+  return match ? match[1] : null;
+}
+
+function refChip(ref) {
+  return el('span', 'badge ref', `saved: ${fmt(ref.original_length)} chars`);
+}
+
+// A card for a compressed ref: what it holds, its size, a preview, and where to open it.
+function refCard(ref) {
+  const card = el('div', 'ref-card');
+  const head = el('div', 'ref-head');
+  head.append(el('span', 'ref-kind', ref.type || 'ref'));
+  head.append(el('span', 'ref-title', ref.title || ref.url || ref.query || ref.path || ''));
+  if (ref.original_length !== undefined) head.append(el('span', 'ref-size', `${fmt(ref.original_length)} chars`));
+  card.append(head);
+  if (ref.preview) {
+    const lines = String(ref.preview).split('\n');
+    const shown = lines.slice(0, 12).join('\n');
+    card.append(el('pre', 'ref-preview', lines.length > 12 ? `${shown}\n...` : shown));
+  }
+  const actions = el('div', 'ref-actions');
+  const artifact = artifactPath(ref);
+  if (artifact) {
+    const open = el('button', 'link ref-open', `Open ${artifact}`);
+    open.type = 'button';
+    open.addEventListener('click', () => openArtifactTab(artifact));
+    actions.append(open);
+  }
+  if (typeof ref.url === 'string' && /^https?:\/\//i.test(ref.url)) {
+    const link = el('a', 'ref-url', ref.url);
+    link.href = ref.url;
+    link.target = '_blank';
+    link.rel = 'noopener noreferrer';
+    actions.append(link);
+  }
+  if (ref.recoverable === false) actions.append(el('span', 'ref-note', 'not recoverable'));
+  if (actions.childElementCount) card.append(actions);
+  if (ref.note) card.append(el('div', 'ref-note', ref.note));
+  return card;
 }
 
 function onError(turn, payload) {
@@ -397,10 +418,74 @@ function onCompaction(turn, payload) {
   scrollChat();
 }
 
+// The agent hands over to the human: a card whose answer continues the same turn.
+function onQuestion(turn, payload) {
+  turn.stream = null;
+  turn.lastStep = null;
+  const card = el('div', 'question-card');
+  card.append(el('div', 'question-label', 'The agent asks you'), el('div', 'question-text', payload.question));
+  const form = el('form', 'question-form');
+  const input = el('textarea', 'question-input');
+  input.rows = 2;
+  input.placeholder = 'Your answer (Enter to send)';
+  const button = el('button', null, 'Answer');
+  button.type = 'submit';
+  form.append(input, button);
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    answerQuestion(card, input.value);
+  });
+  input.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  card.append(form);
+  turn.question = card;
+  turn.node.append(card);
+  scrollChat();
+  if (state.running) input.focus();
+}
+
+async function answerQuestion(card, text) {
+  if (!text.trim()) return;
+  const form = card.querySelector('form');
+  for (const field of form.elements) field.disabled = true;
+  try {
+    await api(sessionPath('/answer'), {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ answer: text }),
+    });
+    closeQuestion(card, `You answered: ${text}`);
+  } catch (error) {
+    toast(error.message);
+    for (const field of form.elements) field.disabled = false;
+  }
+}
+
+function closeQuestion(card, text) {
+  for (const old of card.querySelectorAll('form, .question-answer')) old.remove();
+  card.append(el('div', 'question-answer', text));
+  card.classList.add('answered');
+}
+
+// A question still open on this page (not being answered from it).
+function openQuestion(turn) {
+  const form = turn.question && turn.question.querySelector('form');
+  return form && !form.elements[0].disabled ? turn.question : null;
+}
+
 function onDone(turn, payload) {
   const result = payload.result || {};
   turn.stream = null;
-  if (result.status === 'completed') {
+  if (openQuestion(turn)) closeQuestion(turn.question, 'Not answered: the turn ended.');
+  if (result.status === 'needs_human') {
+    const note = 'The turn ended waiting for your answer. Send it as a message to go on.';
+    turn.node.append(el('div', 'stopped', note));
+    scrollChat();
+  } else if (result.status === 'completed') {
     if (turn.lastStep) turn.lastStep.remove();
     addAnswer(turn, result.final_answer);
   } else if (result.status === 'cancelled') {
@@ -413,7 +498,7 @@ function onDone(turn, payload) {
 
 function addAnswer(turn, text) {
   const answer = el('div', 'answer markdown');
-  answer.innerHTML = renderMarkdown(text);
+  setMarkdown(answer, text);
   turn.node.append(answer);
   scrollChat();
 }
@@ -426,6 +511,7 @@ const HANDLERS = {
   error: onError,
   memory_update: onMemoryUpdate,
   compaction: onCompaction,
+  question: onQuestion,
   done: onDone,
 };
 
@@ -507,6 +593,8 @@ function setRunning(running) {
 function eventSink(turn) {
   return (type, payload, id) => {
     if (id) state.lastEventId = id;
+    // Any later step means the question was answered (from another page, say).
+    if (type !== 'done' && type !== 'question' && openQuestion(turn)) closeQuestion(turn.question, 'Answered.');
     const handler = HANDLERS[type];
     if (handler) handler(turn, payload);
   };
@@ -580,11 +668,150 @@ async function refreshSessions() {
   const select = $('#session-select');
   select.replaceChildren();
   if (!data.sessions.length) select.append(new Option('no sessions yet', ''));
-  for (const session of data.sessions) {
-    const label = `${session.title || '(no messages yet)'} — ${session.id}`;
+  for (const { session, depth } of nested(data.sessions)) {
+    // Sub-agent sessions follow their parent, indented by a plain "--" per level.
+    const label = `${'-- '.repeat(depth)}${sessionLabel(session)} - ${session.id}`;
     select.append(new Option(label, session.id, false, session.id === state.session));
   }
+  if (state.tab === 'sessions') loadSessionList();
   return data.sessions;
+}
+
+function sessionLabel(session) {
+  return session.title || '(no messages yet)';
+}
+
+// Sessions in list order, each sub-agent session right after its parent (one level
+// deeper); a session whose parent is not in the list stays at the top level.
+function nested(sessions) {
+  const ids = new Set(sessions.map((s) => s.id));
+  const children = new Map();
+  for (const session of sessions) {
+    const parent = session.parent && ids.has(session.parent) ? session.parent : null;
+    if (!children.has(parent)) children.set(parent, []);
+    children.get(parent).push(session);
+  }
+  const out = [];
+  const seen = new Set();
+  const walk = (parent, depth) => {
+    for (const session of children.get(parent) || []) {
+      if (seen.has(session.id)) continue;
+      seen.add(session.id);
+      out.push({ session, depth });
+      walk(session.id, depth + 1);
+    }
+  };
+  walk(null, 0);
+  return out;
+}
+
+// ---------------------------------------------------------------- sessions tab
+
+let searchTimer = null;
+
+async function loadSessionList() {
+  const query = $('#session-search').value.trim();
+  const path = query ? `/api/sessions?search=${encodeURIComponent(query)}` : '/api/sessions';
+  const data = await api(path).catch((error) => {
+    toast(error.message);
+    return null;
+  });
+  if (!data || query !== $('#session-search').value.trim()) return;
+  const list = $('#session-list');
+  list.replaceChildren();
+  if (!data.sessions.length) {
+    list.append(el('li', 'empty', query ? `No session matches "${query}".` : 'No sessions yet.'));
+  }
+  const items = new Map();
+  for (const { session } of nested(data.sessions)) {
+    const item = sessionItem(session);
+    items.set(session.id, item);
+    const parent = items.get(session.parent);
+    if (parent) parent.querySelector('.session-children').append(item);
+    else list.append(item);
+  }
+}
+
+function sessionItem(session) {
+  const item = el('li', 'session-item');
+  item.dataset.id = session.id;
+  const row = el('div', 'session-row');
+  if (session.id === state.session) row.classList.add('current');
+  const open = el('button', 'session-open', sessionLabel(session));
+  open.type = 'button';
+  open.addEventListener('click', () => {
+    showTab('chat');
+    if (session.id !== state.session && !state.running) openSession(session.id).then(refreshSessions);
+  });
+  const when = session.created ? session.created.slice(0, 16).replace('T', ' ') : '';
+  const meta = [session.id, when, session.model, session.busy ? 'running' : ''].filter(Boolean).join(' | ');
+  const rename = el('button', 'session-rename', 'Rename');
+  rename.type = 'button';
+  rename.addEventListener('click', () => startRename(row, session));
+  const remove = el('button', 'session-delete', 'Delete');
+  remove.type = 'button';
+  remove.disabled = session.busy;
+  remove.title = session.busy ? 'Stop its turn first' : 'Move this session to the trash';
+  remove.addEventListener('click', () => deleteSession(session));
+  row.append(open, el('span', 'session-meta', meta), rename, remove);
+  item.append(row, el('ul', 'session-children'));
+  return item;
+}
+
+function startRename(row, session) {
+  const form = el('form', 'session-rename-form');
+  const input = el('input', 'session-title-input');
+  input.value = session.title;
+  input.maxLength = 200;
+  input.setAttribute('aria-label', 'New title (empty: the first message)');
+  const save = el('button', null, 'Save');
+  save.type = 'submit';
+  const cancel = el('button', null, 'Cancel');
+  cancel.type = 'button';
+  cancel.addEventListener('click', () => loadSessionList());
+  form.append(input, save, cancel);
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    try {
+      await api(`/api/sessions/${encodeURIComponent(session.id)}`, {
+        method: 'PATCH',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ title: input.value }),
+      });
+    } catch (error) {
+      toast(error.message);
+      return;
+    }
+    await refreshSessions();
+    await loadSessionList();
+  });
+  input.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape') loadSessionList();
+  });
+  row.replaceChildren(form);
+  input.focus();
+  input.select();
+}
+
+async function deleteSession(session) {
+  const question =
+    `Delete "${sessionLabel(session)}" (${session.id})?\n\n` +
+    'Its folder moves to the trash folder (.trash under the session root); move it back to restore it.';
+  if (!window.confirm(question)) return;
+  try {
+    await api(`/api/sessions/${encodeURIComponent(session.id)}`, { method: 'DELETE' });
+  } catch (error) {
+    toast(error.message);
+    return;
+  }
+  if (session.id === state.session) {
+    state.session = null;
+    history.replaceState(null, '', location.pathname);
+    showEmptyChat('Session deleted. Start a new session or pick one above.');
+    refreshUsage();
+  }
+  await refreshSessions();
+  await loadSessionList();
 }
 
 async function newSession() {
@@ -648,6 +875,7 @@ function showTab(name) {
   }
   if (name === 'artifacts') loadArtifacts();
   if (name === 'inspector') loadInspector();
+  if (name === 'sessions') loadSessionList();
 }
 
 function markMemoryUpdated(name) {
@@ -685,7 +913,7 @@ function renderMemory() {
   } else if (content === null || content === undefined) {
     box.replaceChildren(el('p', 'empty', `${state.memoryFile} has not been written in this session yet.`));
   } else {
-    box.innerHTML = renderMarkdown(content);
+    setMarkdown(box, content);
   }
 }
 
@@ -775,6 +1003,10 @@ async function start() {
     });
   }
   $('#stop').addEventListener('click', stopTurn);
+  $('#session-search').addEventListener('input', () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(loadSessionList, 200);
+  });
   $('#new-session').addEventListener('click', () => newSession().catch((error) => toast(error.message)));
   $('#session-select').addEventListener('change', (event) => {
     if (event.target.value) openSession(event.target.value);
