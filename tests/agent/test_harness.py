@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from contextengine import Config, ReminderEntry, ScriptedProvider
-from contextengine.agent.events import MemoryUpdate
+from contextengine.agent.events import HumanQuestion, MemoryUpdate
 from contextengine.agent.hooks import NullHarness
 from contextengine.agent.loop import Agent
 from contextengine.memory.reboot import REBOOT_NOTICE, REBOOT_QUESTIONS
@@ -91,6 +91,8 @@ def test_memory_files_exist_from_the_start_and_every_change_is_an_event(tmp_path
     ):
         assert line in progress
     assert "NameError: name 'undefined_name' is not defined" in progress
+    # Plain ASCII markers: readable without an emoji font, and cheap in the model's context.
+    assert not [ch for ch in progress if ord(ch) >= 0x2600], "no emoji or symbols"
     assert "1. [>] Write a.txt" in (agent.session_dir / "task_plan.md").read_text()
     assert "undefined_name is undefined" in (agent.session_dir / "findings.md").read_text()
 
@@ -147,9 +149,12 @@ def test_a_human_answer_continues_the_run_and_the_struck_class_starts_over(tmp_p
         return "Print 'hello' instead."
 
     agent, provider = make_agent(tmp_path, script, ask_human=ask_human)
-    result = agent.run("Probe python.")
+    events = list(agent.stream("Probe python."))
+    result = events[-1].result
     assert result.status == "completed"
     assert asked == ["What should it print?"]
+    # The question is an event first (the CLI prints it, the web UI draws its card).
+    assert [e.question for e in events if isinstance(e, HumanQuestion)] == asked
     assert entries(agent, UserEntry)[-1].text == "Print 'hello' instead."
     assert [r.purpose for r in provider.requests].count("reboot") == 1
     assert (
