@@ -44,8 +44,25 @@ def list_ids(driver: Any, css: str = "#session-list li.session-item") -> list[st
     return list(driver.execute_script(script, css))
 
 
-def item(driver: Any, sid: str) -> Any:
-    return find(driver, f'#session-list li.session-item[data-id="{sid}"]')
+def tree(driver: Any) -> dict[str, str | None]:
+    """Each listed session's id -> the id of the item it is nested in (``None``: top level)."""
+    script = """return [...document.querySelectorAll('#session-list li.session-item')].map((e) => {
+        const up = e.parentElement.closest('li.session-item');
+        return [e.dataset.id, up ? up.dataset.id : null];
+    })"""
+    return dict(driver.execute_script(script))
+
+
+def titles(driver: Any) -> dict[str, str]:
+    script = """return [...document.querySelectorAll('#session-list li.session-item')]
+        .map((e) => [e.dataset.id, e.querySelector('.session-open')?.textContent])"""
+    return dict(driver.execute_script(script))
+
+
+def click(driver: Any, sid: str, css: str) -> None:
+    """Click ``css`` in the session's row, found and clicked in one step (the list redraws)."""
+    script = "document.querySelector(arguments[0]).click()"
+    driver.execute_script(script, f'#session-list li.session-item[data-id="{sid}"] {css}')
 
 
 def test_sessions_are_searched_renamed_deleted_and_nested(browser: Any, tmp_path: Path) -> None:
@@ -65,12 +82,9 @@ def test_sessions_are_searched_renamed_deleted_and_nested(browser: Any, tmp_path
         assert labels[garden].startswith("Plan the garden beds.")
 
         find(browser, "#tab-sessions").click()
-        wait(browser, lambda d: len(list_ids(d)) == 3, "the session list")
-        top = list_ids(browser, "#session-list > li.session-item")
-        assert sorted(top) == sorted([garden, apples])
-        nested = item(browser, garden).find_element("css selector", ".session-children li")
-        assert nested.get_attribute("data-id") == roses
-        assert "Water the roses." in nested.text
+        expected = {garden: None, roses: garden, apples: None}
+        wait(browser, lambda d: tree(d) == expected, "roses nested under the garden session")
+        assert titles(browser)[roses] == "Water the roses."
         browser.save_screenshot(str(tmp_path / "sessions.png"))
 
         search = find(browser, "#session-search")
@@ -81,20 +95,16 @@ def test_sessions_are_searched_renamed_deleted_and_nested(browser: Any, tmp_path
         search.send_keys(Keys.BACKSPACE)
         wait(browser, lambda d: len(list_ids(d)) == 3, "the full list again")
 
-        find(item(browser, apples), ".session-rename").click()
+        click(browser, apples, ".session-rename")
         title = wait(browser, lambda d: find(d, ".session-title-input"), "the title field")
         title.send_keys(Keys.CONTROL, "a")
         title.send_keys("Orchard count")
         title.send_keys(Keys.ENTER)
-        wait(
-            browser,
-            lambda d: find(item(d, apples), ".session-open").text == "Orchard count",
-            "the new title",
-        )
+        wait(browser, lambda d: titles(d).get(apples) == "Orchard count", "the new title")
         option = find(browser, f'#session-select option[value="{apples}"]')
         assert option.text.startswith("Orchard count")
 
-        find(item(browser, apples), ".session-delete").click()
+        click(browser, apples, ".session-delete")
         alert = wait(browser, lambda d: d.switch_to.alert, "the confirm dialog")
         assert apples in alert.text and "trash" in alert.text
         alert.accept()
