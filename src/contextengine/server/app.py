@@ -45,6 +45,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from contextengine.agent.usage_log import read_usage
 from contextengine.config import Config
+from contextengine.errors import ConfigError
 from contextengine.measure.inspector import CallView, first_difference, inspect_session, timeline
 from contextengine.measure.report import usage_report
 from contextengine.server.channel import SessionChannel, Subscription
@@ -59,7 +60,6 @@ from contextengine.server.guard import NO_TOKEN, TOKEN_COOKIE, Guard, GuardSetti
 from contextengine.server.store import ProviderFactory, SessionStore
 from contextengine.session.layout import SessionLayout
 from contextengine.session.listing import iter_entries
-from contextengine.session.manage import TitleError
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -172,7 +172,7 @@ def create_app(
     def rename_session(session_id: str, body: TitleIn) -> dict[str, Any]:
         try:
             return asdict(store.rename(session_id, body.title))
-        except TitleError as exc:
+        except ConfigError as exc:
             raise ApiError(400, str(exc)) from None
 
     @app.delete("/api/sessions/{session_id}")

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contextengine.errors import ContextEngineError
+from contextengine.errors import ConfigError, ContextEngineError
 
 TITLE_FILE = "title.txt"
 TITLE_MAX_CHARS = 200
 TRASH_DIR = ".trash"
-
-
-class TitleError(ContextEngineError):
-    """A session title that is not one short line."""
 
 
 def custom_title(directory: Path) -> str | None:
@@ -31,12 +27,14 @@ def custom_title(directory: Path) -> str | None:
 
 
 def set_title(directory: Path, title: str) -> str | None:
-    """Store ``title`` (an empty one removes it); the title now in force, or ``None``."""
+    """Store ``title`` (an empty one removes it); the title now in force, or ``None``.
+
+    A title of more than one line or over ``TITLE_MAX_CHARS`` is a ``ConfigError``."""
     text = title.strip()
     if "\n" in text or "\r" in text:
-        raise TitleError("a session title must be one line")
+        raise ConfigError("a session title must be one line")
     if len(text) > TITLE_MAX_CHARS:
-        raise TitleError(f"a session title must be at most {TITLE_MAX_CHARS} characters")
+        raise ConfigError(f"a session title must be at most {TITLE_MAX_CHARS} characters")
     path = directory / TITLE_FILE
     if not text:
         path.unlink(missing_ok=True)
