@@ -214,6 +214,8 @@ def run(
             mode=mode and mode.value,
             provider_choice=choice,
         )
+    # A hand-over asks on the terminal; without one the turn ends and says how to answer.
+    agent.ask_human = _ask_on_terminal if sys.stdin.isatty() else None
     printer = EventPrinter(out)
     messages = [message] if message is not None else _prompt_lines()
     with agent:
@@ -322,6 +324,15 @@ def _prompt_lines() -> Iterator[str]:
             return
         if line.strip():
             yield line
+
+
+def _ask_on_terminal(question: str) -> str | None:
+    """The human's answer to the agent's question (already printed); ``None`` for none."""
+    try:
+        answer = input("answer> ")
+    except EOFError:
+        return None
+    return answer if answer.strip() else None
 
 
 def main() -> None:

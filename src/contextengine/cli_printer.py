@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -12,6 +13,7 @@ from contextengine.agent.events import (
     CompactionEvent,
     Done,
     ErrorEvent,
+    HumanQuestion,
     MemoryUpdate,
     PruneEvent,
     Thinking,
@@ -83,6 +85,8 @@ class EventPrinter:
             c.print(f"  [red]error ({event.error_class}):[/] {_escape(_clip(event.message, 300))}")
         elif isinstance(event, CompactionEvent):
             c.print(f"  [yellow]compaction {event.stage}:[/] {_escape(event.message)}")
+        elif isinstance(event, HumanQuestion):
+            c.print(f"\n[bold yellow]The agent asks you:[/] {_escape(event.question)}")
         elif isinstance(event, PruneEvent):
             c.print(
                 f"  [yellow]pruned {event.results} old entries:[/] {event.saved_tokens:,} "
@@ -95,6 +99,12 @@ class EventPrinter:
             self._text.clear()  # the answer's own streamed text: shown once, below
             self.console.print()
             self.console.print(Markdown(r.final_answer))
+        elif r.status == "needs_human":
+            self._flush_text()
+            self.console.print(
+                "\n[yellow]The turn ended waiting for your answer.[/] Answer with: "
+                f'contextengine run --resume {_escape(shlex.quote(str(r.session_dir)))} "YOUR ANSWER"'
+            )
         else:
             self._flush_text()
             self.console.print(f"\n[red]run ended: {r.status}[/] {_escape(r.error or '')}")

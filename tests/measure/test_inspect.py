@@ -18,6 +18,7 @@ from contextengine.agent.usage_log import read_usage
 from contextengine.context.request import Request
 from contextengine.errors import SessionLogError
 from contextengine.measure.inspector import PART_NAMES
+from contextengine.session.manage import set_title
 from support.inspected_session import record_session
 
 SEGMENT_OF = {"system": "l1", "l2": "l2", "history": "history", "live": "live", "tail": "tail"}
@@ -168,5 +169,8 @@ def test_sessions_lists_searches_and_prints_json(tmp_path: Path) -> None:
     assert [s["title"] for s in found] == ["Fix the parser bug"]
     table = cli("sessions", cwd=workspace)
     assert table.returncode == 0 and "release notes" in table.stdout
+    set_title(Path(found[0]["directory"]), "Parser fix (renamed)")
+    renamed = json.loads(cli("sessions", workspace, "--search", "renamed", "--json").stdout)
+    assert [s["title"] for s in renamed] == ["Parser fix (renamed)"]
     empty = cli("sessions", workspace, "--search", "nothing like this")
     assert empty.returncode == 0 and "no sessions matching" in empty.stderr

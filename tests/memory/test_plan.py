@@ -83,9 +83,9 @@ def test_rendered_plan_numbers_steps_across_phases_and_derives_status() -> None:
     )
     text = render_plan(plan)
     assert "# Task Plan: Auth API" in text
-    assert "1. [x] User model ✅" in text
+    assert "1. [x] User model (done)" in text
     assert "2. [>] Login route" in text
-    assert "3. [!] Logout route ❌" in text
+    assert "3. [!] Logout route (failed)" in text
     assert "- Phase: Phase 2: Routes" in text
     assert "- Progress: 1/3 steps done, 1 failed" in text
 

@@ -42,7 +42,7 @@ def test_findings_and_progress_append_timestamped_sections(tmp_path: Path) -> No
     memory = WorkingMemory(tmp_path, clock=lambda: FIXED)
     memory.drain()
     memory.add_finding("Async  tips", "use gather()", source="docs.python.org")
-    memory.log("🔧 Tool Call: file_read", "**Status**: ✅ Success")
+    memory.log("[*] Tool Call: file_read", "**Status**: [x] Success")
     assert (tmp_path / FINDINGS).read_text() == (
         "# Research Findings\n\n## [2026-01-12 10:30:00 UTC] Async tips\n"
         "**Source**: docs.python.org\nuse gather()\n"
@@ -51,7 +51,7 @@ def test_findings_and_progress_append_timestamped_sections(tmp_path: Path) -> No
         (tmp_path / PROGRESS)
         .read_text()
         .endswith(
-            "\n## [2026-01-12 10:30:00 UTC] 🔧 Tool Call: file_read\n**Status**: ✅ Success\n"
+            "\n## [2026-01-12 10:30:00 UTC] [*] Tool Call: file_read\n**Status**: [x] Success\n"
         )
     )
     changes = memory.drain()

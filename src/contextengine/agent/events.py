@@ -120,6 +120,15 @@ class UsageEvent(_Event):
 
 
 @dataclass(frozen=True)
+class HumanQuestion(_Event):
+    """The agent hands over to a human: the turn waits for an answer to ``question``
+    (or ends with status ``needs_human`` when nobody can answer)."""
+
+    type: ClassVar[str] = "question"
+    question: str
+
+
+@dataclass(frozen=True)
 class Done(_Event):
     """The run ended."""
 
@@ -136,5 +145,6 @@ AgentEvent = (
     | CompactionEvent
     | PruneEvent
     | UsageEvent
+    | HumanQuestion
     | Done
 )

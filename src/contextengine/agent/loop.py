@@ -18,6 +18,7 @@ from contextengine.agent.events import (
     AgentEvent,
     Done,
     ErrorEvent,
+    HumanQuestion,
     PruneEvent,
     RunResult,
 )
@@ -287,6 +288,7 @@ class Agent:
                 hook = self.harness.after_reboot(reply.content)
                 yield from self._apply(hook)
                 if hook.needs_human is not None:
+                    yield HumanQuestion(hook.needs_human)
                     answer = self.ask_human(hook.needs_human) if self.ask_human else None
                     if answer is None:
                         result = RunResult(

@@ -21,6 +21,7 @@ from contextengine.measure.report import usage_report
 from contextengine.session.folders import workspace_sessions
 from contextengine.session.layout import SessionLayout
 from contextengine.session.listing import TITLE_CHARS, read_header, user_messages
+from contextengine.session.manage import custom_title
 
 TABLE_WIDTH = 150
 FOLD_CHARS = 1200
@@ -132,7 +133,8 @@ def sessions_command(
         Path, typer.Argument(help="The workspace whose sessions to list (default: here).")
     ] = Path("."),
     search: Annotated[
-        str | None, typer.Option("--search", help="Only sessions whose id or messages hold Q.")
+        str | None,
+        typer.Option("--search", help="Only sessions whose id, title or messages hold Q."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
     config: Annotated[
@@ -140,7 +142,7 @@ def sessions_command(
         typer.Option("--config", "-c", help="Config file (TOML or YAML).", dir_okay=False),
     ] = None,
 ) -> None:
-    """List a workspace's sessions, newest first: id, created, first message, turns, cost."""
+    """List a workspace's sessions, newest first: id, created, title, turns, cost."""
     settings = Config.load(config)
     folder = workspace.resolve()
     if not folder.is_dir():
@@ -158,7 +160,7 @@ def sessions_command(
         sys.stdout.write(json.dumps(shown, ensure_ascii=False) + "\n")
         return
     table = Table(title=f"sessions of {folder}", title_justify="left")
-    for header in ("id", "created", "first message", "turns", "calls", "cost"):
+    for header in ("id", "created", "title", "turns", "calls", "cost"):
         table.add_column(
             header, justify="right" if header in ("turns", "calls", "cost") else "left"
         )
@@ -186,7 +188,7 @@ def _summary(directory: Path) -> dict[str, Any]:
         "id": directory.name,
         "directory": str(directory),
         "created": str(read_header(layout.log).get("created", "")),
-        "title": first[:TITLE_CHARS],
+        "title": custom_title(directory) or first[:TITLE_CHARS],
         "turns": len(messages),
         "calls": len(records),
         "cost_usd": None if report.unpriced_models else report.cost_usd,
@@ -195,6 +197,5 @@ def _summary(directory: Path) -> dict[str, Any]:
 
 
 def _matches(summary: dict[str, Any], needle: str) -> bool:
-    return needle in summary["id"].casefold() or any(
-        needle in m.casefold() for m in summary["messages"]
-    )
+    texts = [summary["id"], summary["title"], *summary["messages"]]
+    return any(needle in text.casefold() for text in texts)

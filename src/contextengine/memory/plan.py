@@ -18,7 +18,7 @@ from contextengine.errors import PlanUpdateError
 from contextengine.tools.todo import TodoStatus
 
 MARKS: dict[TodoStatus, str] = {"pending": " ", "in_progress": ">", "done": "x", "failed": "!"}
-SUFFIXES: dict[TodoStatus, str] = {"done": " ✅", "failed": " ❌"}
+SUFFIXES: dict[TodoStatus, str] = {"done": " (done)", "failed": " (failed)"}
 _STATUS_OF_MARK: dict[str, TodoStatus] = {
     " ": "pending",
     ">": "in_progress",

@@ -5,13 +5,17 @@ API (all JSON; errors are ``{"error": "..."}``), documented in docs/server.md. E
 sets); ``guard.py`` also checks Host, Origin and body size.
 
     GET  /api/server                            loaded agents, open channels, running turns
-    GET  /api/sessions                          workspace and sessions, newest first
+    GET  /api/sessions[?search=Q]               workspace and sessions, newest first
     POST /api/sessions                          start a session                 -> 201
-    GET  /api/sessions/{id}                     one session (with its running turn)
+    GET  /api/sessions/{id}                     one session (its running turn, its question)
+    PATCH /api/sessions/{id}                    {"title": str}: rename ("" = first message)
+    DELETE /api/sessions/{id}                   move the session to the trash
     GET  /api/sessions/{id}/history             its recorded entries
     POST /api/sessions/{id}/messages            {"message": str} -> SSE stream of the turn
     GET  /api/sessions/{id}/events              SSE events after Last-Event-ID
     POST /api/sessions/{id}/cancel              stop the running turn at its next step
+    POST /api/sessions/{id}/answer              {"answer": str}: the human's answer to the
+                                                question the running turn waits on
     GET  /api/sessions/{id}/memory              the three working-memory files
     GET  /api/sessions/{id}/memory/{name}       one of them
     GET  /api/sessions/{id}/artifacts           files under artifacts/
@@ -41,6 +45,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from contextengine.agent.usage_log import parse_usage
 from contextengine.config import Config
+from contextengine.errors import ConfigError
 from contextengine.measure.inspector import CallView, first_difference, inspect_session, timeline
 from contextengine.measure.report import usage_report
 from contextengine.server.channel import SessionChannel, Subscription
@@ -70,6 +75,29 @@ class MessageIn(BaseModel):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("the message is empty")
+        return value
+
+
+class TitleIn(BaseModel):
+    """A session's new title."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str
+
+
+class AnswerIn(BaseModel):
+    """The human's answer to the agent's question."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str
+
+    @field_validator("answer")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the answer is empty")
         return value
 
 
@@ -125,10 +153,10 @@ def create_app(
         return asdict(store.status())
 
     @app.get("/api/sessions")
-    def list_sessions() -> dict[str, Any]:
+    def list_sessions(search: str | None = None) -> dict[str, Any]:
         return {
             "workspace": str(store.workspace),
-            "sessions": [asdict(s) for s in store.sessions()],
+            "sessions": [asdict(s) for s in store.sessions(search)],
         }
 
     @app.post("/api/sessions", status_code=201)
@@ -138,6 +166,17 @@ def create_app(
     @app.get("/api/sessions/{session_id}")
     def get_session(session_id: str) -> dict[str, Any]:
         return asdict(store.info(session_id))
+
+    @app.patch("/api/sessions/{session_id}")
+    def rename_session(session_id: str, body: TitleIn) -> dict[str, Any]:
+        try:
+            return asdict(store.rename(session_id, body.title))
+        except ConfigError as exc:
+            raise ApiError(400, str(exc)) from None
+
+    @app.delete("/api/sessions/{session_id}")
+    def delete_session(session_id: str) -> dict[str, Any]:
+        return {"deleted": session_id, "trash": str(store.delete(session_id))}
 
     @app.get("/api/sessions/{session_id}/history")
     def history(session_id: str) -> dict[str, Any]:
@@ -170,6 +209,12 @@ def create_app(
         if not channel.cancel():
             raise ApiError(409, f"session {session_id!r} is not running a turn")
         return {"cancelling": True, "turn": asdict(channel.turn) if channel.turn else None}
+
+    @app.post("/api/sessions/{session_id}/answer")
+    async def answer(session_id: str, body: AnswerIn) -> dict[str, Any]:
+        channel = await run_in_threadpool(store.channel, session_id)
+        channel.answer(body.answer)
+        return {"answered": True}
 
     @app.get("/api/sessions/{session_id}/memory")
     def memory(session_id: str) -> dict[str, Any]:

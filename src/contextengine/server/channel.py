@@ -4,7 +4,9 @@ A turn runs in a task of its own, not in a response: a client that disconnects d
 stop the agent mid-step, and the session stays busy until the turn really ends. Each event
 is recorded in the session's ``EventLog`` and then handed to every listener, so a listener
 that (re)subscribes after id N gets every later event exactly once: the recorded ones
-from the log, then the live ones. The channel lives on the server's event loop only.
+from the log, then the live ones. The channel lives on the server's event loop only,
+except ``_ask``: a turn that hands over to the human waits in its own thread there until
+``answer`` (or ``cancel``) comes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from queue import SimpleQueue
 
 from contextengine.agent.events import AgentEvent, Done, ErrorEvent, RunResult
 from contextengine.agent.loop import Agent
@@ -60,6 +63,9 @@ class SessionChannel:
         self.last_used = time.monotonic()
         self._cancel: threading.Event | None = None
         self._listeners: set[asyncio.Queue[StoredEvent]] = set()
+        self.question: str | None = None  # what the running turn waits for the human on
+        self._question_lock = threading.Lock()
+        self._answers: SimpleQueue[str | None] = SimpleQueue()
 
     @property
     def idle(self) -> bool:
@@ -81,6 +87,7 @@ class SessionChannel:
         cancel = threading.Event()
         self.turn = TurnInfo(self.log.last_id + 1, len(agent.session.records), message)
         self._cancel = cancel
+        agent.ask_human = lambda question: self._ask(question, cancel)
         subscription = Subscription([], self._listen())
         task = asyncio.create_task(self._drive(agent, message, cancel))
         _TURNS.add(task)
@@ -92,7 +99,27 @@ class SessionChannel:
         if self._cancel is None:
             return False
         self._cancel.set()
+        with self._question_lock:
+            waiting, self.question = self.question is not None, None
+        if waiting:
+            self._answers.put(None)  # the hand-over ends unanswered
         return True
+
+    def answer(self, text: str) -> None:
+        """Continue the turn waiting on a question with the human's ``text``; else a 409."""
+        with self._question_lock:
+            if self.question is None:
+                raise ApiError(409, f"session {self.session_id!r} is not waiting for an answer")
+            self.question = None
+        self._answers.put(text)
+
+    def _ask(self, question: str, cancel: threading.Event) -> str | None:
+        """In the turn's thread: wait for ``answer``; ``None`` when the turn is stopped."""
+        with self._question_lock:
+            if cancel.is_set():
+                return None
+            self.question = question
+        return self._answers.get()
 
     async def subscribe(self, after: int) -> Subscription:
         """Every event after id ``after``: recorded ones, then the running turn's live ones."""

@@ -1,7 +1,8 @@
 """The server's sessions: found on disk, one agent and one event channel each.
 
 Sessions are discovered from the session root on every lookup, so a session made before
-a restart (or by the CLI) is listed and resumed like any other. Loaded agents and channels
+a restart (or by the CLI) is listed and resumed like any other. A session can be searched
+for, renamed (a title file) and deleted (moved to the trash, ``session.manage``). Loaded agents and channels
 not used for ``Config.server_idle_s`` are closed and dropped (``evict_idle``), so memory
 stays bounded however many sessions are opened.
 """
@@ -20,9 +21,11 @@ from contextengine.providers.base import Provider
 from contextengine.server.channel import SessionChannel, TurnInfo
 from contextengine.server.errors import ApiError
 from contextengine.server.eventlog import EventLog
-from contextengine.session.folders import workspace_sessions
+from contextengine.session.entries import UserEntry
+from contextengine.session.folders import sessions_root, workspace_sessions
 from contextengine.session.layout import SessionLayout
 from contextengine.session.listing import session_title
+from contextengine.session.manage import custom_title, set_title, trash_session
 from contextengine.session.meta import SessionMeta, read_meta
 from contextengine.session.store.choice import open_store
 
@@ -45,6 +48,7 @@ class SessionInfo:
     busy: bool
     turn: TurnInfo | None
     parent: str | None = None
+    question: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,13 +90,48 @@ class SessionStore:
             self._used[agent.session.id] = time.monotonic()
         return self.info(agent.session.id)
 
-    def sessions(self) -> list[SessionInfo]:
-        """Every session of the workspace on disk, newest first."""
+    def sessions(self, search: str | None = None) -> list[SessionInfo]:
+        """The workspace's sessions on disk, newest first; with ``search``, only those whose
+        id, title or user messages hold it (ignoring case)."""
         with self._lock:
             loaded = {sid: agent.session_dir for sid, agent in self._agents.items()}
         on_disk = {**self._scan(max_age=SCAN_MAX_AGE_S), **loaded}
         found = [self._describe(sid, directory) for sid, directory in on_disk.items()]
+        if search and search.strip():
+            needle = search.strip().casefold()
+            found = [s for s in found if self._matches(s, on_disk[s.id], needle)]
         return sorted(found, key=lambda s: (s.created, s.id), reverse=True)
+
+    def _matches(self, info: SessionInfo, directory: Path, needle: str) -> bool:
+        if needle in info.id.casefold() or needle in info.title.casefold():
+            return True
+        entries = self.kept_in.entries(SessionLayout(directory))
+        return any(isinstance(e, UserEntry) and needle in e.text.casefold() for e in entries)
+
+    def rename(self, session_id: str, title: str) -> SessionInfo:
+        """Give the session ``title`` (an empty one brings back its first message)."""
+        set_title(self.directory(session_id), title)
+        return self.info(session_id)
+
+    def delete(self, session_id: str) -> Path:
+        """Move the session to the trash (not while a turn runs); where it went."""
+        directory = self.directory(session_id)
+        with self._lock:
+            channel = self._channels.get(session_id)
+            if channel is not None and channel.turn is not None:
+                raise ApiError(409, f"session {session_id!r} is running a turn; stop it first")
+            self._channels.pop(session_id, None)
+            agent = self._agents.pop(session_id, None)
+            self._used.pop(session_id, None)
+            self._metas.pop(directory, None)
+            self._titles.pop(directory, None)
+            self._scanned = (float("-inf"), {})
+        if channel is not None:
+            channel.close()
+        if agent is not None:
+            agent.close()
+        root = sessions_root(self.workspace, self.config).parent.parent
+        return trash_session(directory, root)
 
     def info(self, session_id: str) -> SessionInfo:
         """One session's description."""
@@ -188,8 +227,9 @@ class SessionStore:
             id=session_id,
             created=titled[0],
             model=meta.provider.model if meta else "",
-            title=titled[1],
+            title=custom_title(directory) or titled[1],
             busy=turn is not None,
             turn=turn,
             parent=meta.parent if meta else None,
+            question=channel.question if channel is not None else None,
         )

@@ -68,7 +68,7 @@ class HarnessContext:
             return action()
         except (sqlite3.Error, OSError) as exc:
             logger.warning("%s failed and was skipped: %s", what, exc)
-            self.memory.log(f"⚠️ Memory Store Failed: {what}", f"- Error: {exc}")
+            self.memory.log(f"[!] Memory Store Failed: {what}", f"- Error: {exc}")
             return None
 
 

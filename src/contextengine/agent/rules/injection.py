@@ -26,7 +26,7 @@ class Injection(Rule):
         injection = run_injectors(self.injectors, self._hint(), self.ctx.state.notes)
         for failure in injection.failures:
             self.ctx.memory.log(
-                f"⚠️ Injector Failed: {failure.injector}", f"- Error: {failure.error}"
+                f"[!] Injector Failed: {failure.injector}", f"- Error: {failure.error}"
             )
         return HookResult(tuple(injection.notes))
 

@@ -40,7 +40,7 @@ class ProgressLog(Rule):
         if isinstance(entry, ErrorEntry):
             attempt = self.ctx.state.other_errors[entry.error_class]
             self.ctx.memory.log(
-                f"❌ ERROR (attempt {attempt}): {entry.error_class}",
+                f"[!] ERROR (attempt {attempt}): {entry.error_class}",
                 f"**Error**:\n{fence(clip(entry.message, ERROR_CHARS))}",
             )
 
@@ -50,15 +50,15 @@ class ProgressLog(Rule):
         request = objective_of(user_text)
         if not self._started and not ctx.resumed:
             ctx.memory.log(
-                "✅ Session Started",
+                "[x] Session Started",
                 f"- Session ID: {ctx.session.id}\n- Task: {request}\n- Model: {ctx.model or '-'}",
             )
         elif not self._started:
             ctx.memory.log(
-                "🔁 Session Resumed", f"- Session ID: {ctx.session.id}\n- Task: {request}"
+                "[~] Session Resumed", f"- Session ID: {ctx.session.id}\n- Task: {request}"
             )
         else:
-            ctx.memory.log("💬 User Turn", f"- Request: {request}")
+            ctx.memory.log("[>] User Turn", f"- Request: {request}")
         self._started = True
         return NOTHING
 
@@ -79,7 +79,7 @@ class ProgressLog(Rule):
             body += f"\n- Error: {one_line(result.error)}"
         if result.final_answer:
             body += f"\n- Answer: {clip(one_line(result.final_answer), RESULT_CHARS)}"
-        self.ctx.memory.log(f"🏁 Turn Ended: {result.status}", body)
+        self.ctx.memory.log(f"[=] Turn Ended: {result.status}", body)
         return NOTHING
 
     def _log_call(self, call: ToolCall, outcome: ToolOutcome) -> None:
@@ -89,20 +89,20 @@ class ProgressLog(Rule):
             lines = outcome.data.get("stdout_lines", 0)
             first = f"exit code {outcome.data['exit_code']}, {lines} stdout lines"
         body = (
-            f"{describe(call, traits, arguments_of(call))}\n**Status**: ✅ Success\n"
+            f"{describe(call, traits, arguments_of(call))}\n**Status**: [x] Success\n"
             f"**Result**: {clip(first, RESULT_CHARS)}"
         )
-        self.ctx.memory.log(f"🔧 Tool Call: {call.name}", body)
+        self.ctx.memory.log(f"[*] Tool Call: {call.name}", body)
 
     def _log_error(self, call: ToolCall, outcome: ToolOutcome, cls: str) -> None:
         attempt = self.ctx.state.strikes.get(cls, 0)
         traits = self.ctx.traits(call.name)
-        title = f"❌ ERROR (attempt {attempt}): {cls}"
+        title = f"[!] ERROR (attempt {attempt}): {cls}"
         body = (
             f"**Tool**: {call.name}\n{describe(call, traits, arguments_of(call))}\n"
             f"**Error**:\n{fence(error_text(outcome))}"
         )
         if self.marks_strikes and attempt == STRIKES:
-            title += " 🚨 3-STRIKE TRIGGERED"
+            title += " !! 3-STRIKE TRIGGERED"
             body += "\n**Action**: Stopped; re-reading task_plan.md; 5-Question Reboot"
         self.ctx.memory.log(title, body)

@@ -37,5 +37,5 @@ class ThreeStrikeRule(Rule):
         help_ = human_help(answer)
         decision = f"yes - {help_.question}" if help_.needed else "no"
         body = f"{clip(answer.strip(), ANSWER_CHARS)}\n\n**Human help**: {decision}"
-        self.ctx.memory.log("🔄 5-Question Reboot", body)
+        self.ctx.memory.log("[~] 5-Question Reboot", body)
         return HookResult(needs_human=help_.question if help_.needed else None)

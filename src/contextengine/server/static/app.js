@@ -1,16 +1,14 @@
-// The contextengine web UI: plain JS, no build step, no third-party code.
+// The contextengine web UI: plain JS, no build step; the only third-party code is the
+// vendored markdown renderer (marked) and sanitizer (DOMPurify) under static/vendor/.
 // Everything that comes from the server (model text, tool output, files) is treated as
-// untrusted: it reaches the page only as text nodes or through escapeHtml().
+// untrusted: it reaches the page as text nodes, or as markdown whose raw HTML is shown as
+// text and whose output DOMPurify sanitizes.
 'use strict';
 
 const FINAL_STAGES = new Set(['done', 'skipped', 'timed_out', 'failed']);
-// Task boxes as the plan writes them: pending, done, in progress, failed.
-const STEP_MARKS = {
-  ' ': ['☐', 'pending'],
-  x: ['☑', 'done'],
-  '>': ['▶', 'doing'],
-  '!': ['☒', 'failed'],
-};
+// Task boxes as the plan writes them (pending, done, in progress, failed), shown as the
+// same ASCII marks: readable without emoji or symbol fonts.
+const STEP_MARKS = { ' ': 'pending', x: 'done', '>': 'doing', '!': 'failed' };
 
 const state = {
   session: null,
@@ -121,7 +119,7 @@ function parseSseBlock(block) {
   return { type, id, data: JSON.parse(data.join('\n')) };
 }
 
-// ---------------------------------------------------------------- markdown (minimal, safe)
+// ---------------------------------------------------------------- markdown (vendored, sanitized)
 
 function escapeHtml(text) {
   return String(text)
@@ -132,88 +130,41 @@ function escapeHtml(text) {
     .replace(/'/g, '&#39;');
 }
 
-// Inline markup on already-escaped text; code spans are cut out first so nothing inside
-// them is formatted.
-function inline(escaped) {
-  return escaped
-    .split(/(`[^`]+`)/g)
-    .map((part) => {
-      if (/^`[^`]+`$/.test(part)) return `<code>${part.slice(1, -1)}</code>`;
-      return part
-        .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
-        .replace(/(^|[\s(])\*([^*\s][^*]*)\*/g, '$1<em>$2</em>');
-    })
-    .join('');
+// GitHub-flavoured markdown; raw HTML in the source is shown as text, never rendered.
+const markdown = new marked.Marked({
+  gfm: true,
+  breaks: true,
+  renderer: { html: (token) => escapeHtml(token.text) },
+});
+
+function stepMark(mark) {
+  return el('span', `check ${STEP_MARKS[mark]}`, `[${mark}]`);
 }
 
-function renderMarkdown(source) {
-  const lines = String(source).replace(/\r\n?/g, '\n').split('\n');
-  const out = [];
-  let paragraph = [];
-  let list = null;
-  const flushParagraph = () => {
-    if (paragraph.length) out.push(`<p>${paragraph.map((l) => inline(escapeHtml(l))).join('<br>')}</p>`);
-    paragraph = [];
-  };
-  const closeList = () => {
-    if (list) out.push(`</${list}>`);
-    list = null;
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const fence = line.match(/^\s*```/);
-    if (fence) {
-      flushParagraph();
-      closeList();
-      const code = [];
-      for (i++; i < lines.length && !/^\s*```/.test(lines[i]); i++) code.push(lines[i]);
-      out.push(`<pre><code>${escapeHtml(code.join('\n'))}</code></pre>`);
-      continue;
-    }
-    const heading = line.match(/^(#{1,6})\s+(.*)$/);
-    const bullet = line.match(/^\s*[-*+]\s+(.*)$/);
-    const numbered = line.match(/^\s*\d+[.)]\s+(.*)$/);
-    if (heading) {
-      flushParagraph();
-      closeList();
-      const level = heading[1].length;
-      out.push(`<h${level}>${inline(escapeHtml(heading[2]))}</h${level}>`);
-    } else if (bullet || numbered) {
-      flushParagraph();
-      const kind = bullet ? 'ul' : 'ol';
-      if (list !== kind) {
-        closeList();
-        out.push(`<${kind}>`);
-        list = kind;
-      }
-      let item = (bullet || numbered)[1];
-      const box = item.match(/^\[([ xX>!])\]\s*(.*)$/);
-      let prefix = '';
-      if (box) {
-        const [mark, kind] = STEP_MARKS[box[1].toLowerCase()];
-        prefix = `<span class="check ${kind}">${mark}</span> `;
-        item = box[2];
-      }
-      out.push(`<li>${prefix}${inline(escapeHtml(item))}</li>`);
-    } else if (/^\s*(-{3,}|\*{3,})\s*$/.test(line)) {
-      flushParagraph();
-      closeList();
-      out.push('<hr>');
-    } else if (/^\s*>\s?/.test(line)) {
-      flushParagraph();
-      closeList();
-      out.push(`<blockquote>${inline(escapeHtml(line.replace(/^\s*>\s?/, '')))}</blockquote>`);
-    } else if (!line.trim()) {
-      flushParagraph();
-      closeList();
-    } else {
-      closeList();
-      paragraph.push(line);
+// Task-list items keep their ASCII box ([ ] [x] [>] [!]), styled by status.
+function markSteps(root) {
+  for (const box of root.querySelectorAll('li input[type=checkbox]')) {
+    box.replaceWith(stepMark(box.checked ? 'x' : ' '));
+  }
+  for (const item of root.querySelectorAll('li')) {
+    const holder = item.firstElementChild && item.firstElementChild.tagName === 'P' ? item.firstElementChild : item;
+    const first = holder.firstChild;
+    const box = first && first.nodeType === Node.TEXT_NODE && first.textContent.match(/^\s*\[([>!])\]\s*/);
+    if (box) {
+      first.textContent = first.textContent.slice(box[0].length);
+      holder.prepend(stepMark(box[1]), ' ');
     }
   }
-  flushParagraph();
-  closeList();
-  return out.join('\n');
+}
+
+// Render untrusted markdown into `node`: marked, then DOMPurify, then the task marks.
+function setMarkdown(node, source) {
+  node.innerHTML = DOMPurify.sanitize(markdown.parse(String(source ?? '')));
+  for (const link of node.querySelectorAll('a[href]')) {
+    link.target = '_blank';
+    link.rel = 'noopener noreferrer';
+  }
+  markSteps(node);
 }
 
 // ---------------------------------------------------------------- chat
@@ -243,7 +194,7 @@ function newTurn() {
   const node = el('div', 'msg agent');
   node.append(el('div', 'who', 'Agent'));
   chatLog().append(node);
-  return { node, stream: null, reasoning: null, lastStep: null, tools: new Map(), compaction: null };
+  return { node, stream: null, reasoning: null, lastStep: null, tools: new Map(), compaction: null, question: null };
 }
 
 function onThinking(turn, payload) {
@@ -331,23 +282,17 @@ function onToolResult(turn, payload) {
   badge.textContent = payload.error_class ? `${status}: ${payload.error_class}` : status;
   block.classList.add(status === 'success' ? 'tool-ok' : 'tool-failed');
   const section = el('div', 'tool-section');
-  section.append(el('div', 'label', 'Result'), el('pre', 'tool-result', pretty(payload.preview)));
-  const artifact = artifactOf(payload.preview);
-  if (artifact) {
-    const open = el('button', 'link', `Open artifact ${artifact}`);
-    open.type = 'button';
-    open.addEventListener('click', () => openArtifactTab(artifact));
-    section.append(open);
+  section.append(el('div', 'label', 'Result'));
+  const ref = compressedRef(payload.preview);
+  if (ref) {
+    section.append(refCard(ref));
+    // A ref stands for a long result: the card says what it is; the tool summary shows it.
+    block.querySelector('summary').append(refChip(ref));
+  } else {
+    section.append(el('pre', 'tool-result', pretty(payload.preview)));
   }
   block.append(section);
   scrollChat();
-}
-
-// The artifact a compressed_ref observation points to, relative to artifacts/. Live
-// previews are cut short, so the ref is matched as text rather than parsed.
-function artifactOf(preview) {
-  const match = String(preview).match(/"_type":"compressed_ref"[^]*?"path":"(?:[^"\\]|\\.)*artifacts\/((?:[^"\\]|\\.)+)"/);
-  return match ? JSON.parse(`"${match[1]}"`) : null;
 }
 
 function onError(turn, payload) {
@@ -400,7 +345,12 @@ function onCompaction(turn, payload) {
 function onDone(turn, payload) {
   const result = payload.result || {};
   turn.stream = null;
-  if (result.status === 'completed') {
+  if (openQuestion(turn)) closeQuestion(turn.question, 'Not answered: the turn ended.');
+  if (result.status === 'needs_human') {
+    const note = 'The turn ended waiting for your answer. Send it as a message to go on.';
+    turn.node.append(el('div', 'stopped', note));
+    scrollChat();
+  } else if (result.status === 'completed') {
     if (turn.lastStep) turn.lastStep.remove();
     addAnswer(turn, result.final_answer);
   } else if (result.status === 'cancelled') {
@@ -413,7 +363,7 @@ function onDone(turn, payload) {
 
 function addAnswer(turn, text) {
   const answer = el('div', 'answer markdown');
-  answer.innerHTML = renderMarkdown(text);
+  setMarkdown(answer, text);
   turn.node.append(answer);
   scrollChat();
 }
@@ -426,6 +376,7 @@ const HANDLERS = {
   error: onError,
   memory_update: onMemoryUpdate,
   compaction: onCompaction,
+  question: onQuestion,
   done: onDone,
 };
 
@@ -507,6 +458,8 @@ function setRunning(running) {
 function eventSink(turn) {
   return (type, payload, id) => {
     if (id) state.lastEventId = id;
+    // Any later step means the question was answered (from another page, say).
+    if (type !== 'done' && type !== 'question' && openQuestion(turn)) closeQuestion(turn.question, 'Answered.');
     const handler = HANDLERS[type];
     if (handler) handler(turn, payload);
   };
@@ -580,10 +533,12 @@ async function refreshSessions() {
   const select = $('#session-select');
   select.replaceChildren();
   if (!data.sessions.length) select.append(new Option('no sessions yet', ''));
-  for (const session of data.sessions) {
-    const label = `${session.title || '(no messages yet)'} — ${session.id}`;
+  for (const { session, depth } of nested(data.sessions)) {
+    // Sub-agent sessions follow their parent, indented by a plain "--" per level.
+    const label = `${'-- '.repeat(depth)}${sessionLabel(session)} - ${session.id}`;
     select.append(new Option(label, session.id, false, session.id === state.session));
   }
+  if (state.tab === 'sessions') loadSessionList();
   return data.sessions;
 }
 
@@ -648,6 +603,7 @@ function showTab(name) {
   }
   if (name === 'artifacts') loadArtifacts();
   if (name === 'inspector') loadInspector();
+  if (name === 'sessions') loadSessionList();
 }
 
 function markMemoryUpdated(name) {
@@ -685,7 +641,7 @@ function renderMemory() {
   } else if (content === null || content === undefined) {
     box.replaceChildren(el('p', 'empty', `${state.memoryFile} has not been written in this session yet.`));
   } else {
-    box.innerHTML = renderMarkdown(content);
+    setMarkdown(box, content);
   }
 }
 
@@ -775,6 +731,7 @@ async function start() {
     });
   }
   $('#stop').addEventListener('click', stopTurn);
+  $('#session-search').addEventListener('input', searchSessionsSoon);
   $('#new-session').addEventListener('click', () => newSession().catch((error) => toast(error.message)));
   $('#session-select').addEventListener('change', (event) => {
     if (event.target.value) openSession(event.target.value);
