@@ -92,7 +92,8 @@ class Pruner:
         self._config = config
         self._externalizer = externalizer
         self._savings: dict[int, int] = {}  # log index -> what stubbing it saves (it never changes)
-        self._spent = 0.0  # what reading the history has cost so far (price units)
+        self._spent = 0.0  # what the history has cost so far: written once, then read (price units)
+        self._seen = 0  # the history's size (tokens) at the last step
         self._banked = 0.0  # what prunes have saved so far, net of their extras
         self._in_effect = 0  # tokens every request carries less because of the prunes
 
@@ -104,7 +105,8 @@ class Pruner:
         read, write = config.cache_read_price, config.cache_write_price
         live = self._session.live
         candidates, total = self._candidates(live)
-        self._spent += total * read
+        self._spent += min(total, self._seen) * read + max(0, total - self._seen) * write
+        self._seen = total
         self._banked += (self._in_effect + self._externalized(live)) * read
         if not candidates or read <= 0:  # free cache reads: a smaller prefix saves nothing
             return None
