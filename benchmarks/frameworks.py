@@ -80,6 +80,12 @@ SETUPS: tuple[Setup, ...] = (
     ),
     Setup("pydantic-ai", "baseline", driver="pydantic_ai_driver.py"),
     Setup("pydantic-ai/compact-4k", "baseline", driver="pydantic_ai_driver.py", mode="compact"),
+    Setup(
+        "pydantic-ai+contextengine",
+        "baseline",
+        driver="pydantic_ai_driver.py",
+        mode="contextengine",
+    ),
     Setup("openai-agents", "baseline", driver="openai_agents_driver.py"),
     Setup("smolagents", "smolagents", driver="smolagents_driver.py"),
     Setup("deepagents", "deepagents", driver="deepagents_driver.py"),
@@ -115,7 +121,8 @@ def install_peers(venv: Path = PEERS_VENV) -> Path:
 def _run_driver(setup: Setup, python: Path, url: str, workspace: Path) -> str:
     assert setup.driver is not None
     argv = [str(python), str(DRIVERS / setup.driver), url, str(workspace), setup.mode]
-    env = {**os.environ, **QUIET_ENV, "OPENAI_BASE_URL": url}
+    # The drivers with contextengine import it from this checkout.
+    env = {**os.environ, **QUIET_ENV, "OPENAI_BASE_URL": url, "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run(
         argv, env=env, capture_output=True, text=True, timeout=DRIVER_TIMEOUT_S, check=False
     )
