@@ -94,7 +94,9 @@ SETUPS: tuple[Setup, ...] = (
         mode="contextengine",
     ),
     Setup("langchain", "baseline", driver="langchain_driver.py"),
-    Setup("langchain+contextengine", "baseline", driver="langchain_driver.py", mode="contextengine"),
+    Setup(
+        "langchain+contextengine", "baseline", driver="langchain_driver.py", mode="contextengine"
+    ),
     Setup("smolagents", "smolagents", driver="smolagents_driver.py"),
     Setup("deepagents", "deepagents", driver="deepagents_driver.py"),
     Setup("deepagents/window-8k", "deepagents", driver="deepagents_driver.py", mode="compact"),

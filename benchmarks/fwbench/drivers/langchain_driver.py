@@ -37,9 +37,7 @@ def main() -> None:
 
         middleware.append(ContextEngineMiddleware(ContextMirror(f"{workspace}.ce")))
     tools = [tool(f, parse_docstring=True) for f in task.tool_functions(task.Workspace(workspace))]
-    agent = create_agent(
-        model, tools=tools, system_prompt=task.INSTRUCTIONS, middleware=middleware
-    )
+    agent = create_agent(model, tools=tools, system_prompt=task.INSTRUCTIONS, middleware=middleware)
     state = agent.invoke(
         {"messages": [{"role": "user", "content": task.TASK}]},
         config={"recursion_limit": RECURSION_LIMIT},

@@ -105,7 +105,9 @@ def _from_neutral(messages: Sequence[Message], names: dict[str, str]) -> list[An
             for call in message.get("tool_calls") or ():
                 name, raw = call["function"]["name"], call["function"]["arguments"]
                 try:
-                    calls.append({"name": name, "args": canonical_obj(json.loads(raw)), "id": call["id"]})
+                    calls.append(
+                        {"name": name, "args": canonical_obj(json.loads(raw)), "id": call["id"]}
+                    )
                 except ValueError:
                     invalid.append({"name": name, "args": raw, "id": call["id"], "error": None})
             out.append(AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid))

@@ -38,8 +38,8 @@ from contextengine.session.entries import (
 from contextengine.session.render import Message, RenderStyle
 from contextengine.session.session import Session
 from contextengine.tools.base import ToolOutcome
-from contextengine.tools.traits import UNDECLARED
 from contextengine.tools.todo import TodoStatus
+from contextengine.tools.traits import UNDECLARED
 
 ERROR_STATUS = "status"
 """Key an adapter may set to ``"error"`` on a neutral tool message: the call failed (kept verbatim)."""
@@ -212,9 +212,7 @@ class ContextMirror:
 def _text(content: Any) -> str:
     """A message's content as text (the text parts of a list of parts)."""
     if isinstance(content, list):
-        return "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, Mapping)
-        )
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
     return "" if content is None else str(content)
 
 

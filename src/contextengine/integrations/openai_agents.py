@@ -110,7 +110,9 @@ def _from_neutral(messages: Iterable[Message]) -> Iterable[Item]:
                     "role": "assistant",
                     "id": f"msg_{n}",
                     "status": "completed",
-                    "content": [{"type": "output_text", "text": message["content"], "annotations": []}],
+                    "content": [
+                        {"type": "output_text", "text": message["content"], "annotations": []}
+                    ],
                 }
             for call in message.get("tool_calls") or ():
                 yield {
@@ -126,7 +128,5 @@ def _from_neutral(messages: Iterable[Message]) -> Iterable[Item]:
 def _text(content: Any) -> str:
     """An item's content as text (the text of its text parts)."""
     if isinstance(content, list):
-        return "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, Mapping)
-        )
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
     return "" if content is None else str(content)

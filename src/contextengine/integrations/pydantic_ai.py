@@ -43,7 +43,7 @@ Message = dict[str, Any]
 
 def model_settings(mirror: ContextMirror) -> ModelSettings:
     """Model settings that carry the mirror's session key as OpenAI's ``prompt_cache_key``."""
-    return ModelSettings(openai_prompt_cache_key=mirror.session_key)  # type: ignore[typeddict-unknown-key]
+    return ModelSettings(openai_prompt_cache_key=mirror.session_key)
 
 
 @dataclass
@@ -60,7 +60,7 @@ class ContextEngine(AbstractCapability[Any]):
         neutral = list(_to_neutral(request_context.messages))
         rebuilt = _from_neutral(self.mirror.view(neutral), names, request_context.messages)
         settings = {**(request_context.model_settings or {}), **model_settings(self.mirror)}
-        return replace(request_context, messages=rebuilt, model_settings=settings)  # type: ignore[arg-type]
+        return replace(request_context, messages=rebuilt, model_settings=settings)
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -99,7 +99,10 @@ def _to_neutral(messages: Sequence[ModelMessage]) -> Iterator[Message]:
                 yield {"role": "system", "content": part.content}
             elif isinstance(part, UserPromptPart):
                 content = part.content
-                yield {"role": "user", "content": content if isinstance(content, str) else str(content)}
+                yield {
+                    "role": "user",
+                    "content": content if isinstance(content, str) else str(content),
+                }
             elif isinstance(part, ToolReturnPart):
                 yield {
                     "role": "tool",
