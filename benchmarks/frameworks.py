@@ -35,6 +35,9 @@ from fwbench.local_runs import run_contextengine, run_plain_chat
 from fwbench.script import FINAL_ANSWER, STEPS, VOICES
 from fwbench.server import FakeOpenAI
 
+from contextengine.measure.capture import captured_request
+from contextengine.measure.profile import profile_requests
+
 REPO = Path(__file__).resolve().parents[1]
 PEERS_VENV = REPO / ".venv-peers"
 REQUIREMENTS = REPO / "benchmarks" / "frameworks-requirements.txt"
@@ -111,6 +114,7 @@ class Row:
     name: str
     cost: RunCost
     problems: tuple[str, ...]
+    breaks: int = 0
 
 
 def peers_python(venv: Path = PEERS_VENV) -> Path | None:
@@ -148,10 +152,12 @@ def run_setup(
     work: Path,
     python: Path | None,
     dump: Path | None = None,
+    big_notes: bool = False,
 ) -> Row:
     """Run one setup on a fresh workspace and check that it finished the task; with
-    ``dump``, write its request bodies there (one JSON line each)."""
-    workspace = task.seed(work / "ws" / run_id)
+    ``dump``, write its request bodies there (one JSON line each); ``big_notes``: the
+    variant whose ``notes.md`` is about 16,000 chars longer."""
+    workspace = task.seed(work / "ws" / run_id, big_notes)
     url = fake.open_run(run_id, VOICES[setup.voice])
     problems: list[str] = []
     try:
@@ -172,27 +178,37 @@ def run_setup(
     if log.steps != len(STEPS) + 1:
         problems.append(f"{log.steps} of {len(STEPS) + 1} scripted replies used")
     problems += log.errors + task.check(workspace)
-    return Row(setup.name, RunCost.total(log.meter.requests), tuple(problems))
+    profile = profile_requests(captured_request(body) for body in log.bodies)
+    breaks = profile.summary()["breaks"]
+    return Row(setup.name, RunCost.total(log.meter.requests), tuple(problems), breaks)
 
 
 def run_all(
-    setups: Sequence[Setup], work: Path, python: Path | None, dump: Path | None = None
+    setups: Sequence[Setup],
+    work: Path,
+    python: Path | None,
+    dump: Path | None = None,
+    big_notes: bool = False,
 ) -> list[Row]:
     """Every setup in order against one fake server (run ids of equal length, so every
     workspace path, which tracebacks show, has the same length)."""
     with FakeOpenAI().serving() as fake:
         return [
-            run_setup(setup, fake, f"run{k:02d}", work, python, dump)
+            run_setup(setup, fake, f"run{k:02d}", work, python, dump, big_notes)
             for k, setup in enumerate(setups, 1)
         ]
 
 
 def format_table(rows: Sequence[Row]) -> str:
-    """The comparison table; ratios are against ``plain-chat`` when it ran."""
+    """The comparison table; ratios are against ``plain-chat`` when it ran, and a
+    ``<framework>+contextengine`` row's ``x own`` against ``<framework>``'s (token cost);
+    ``breaks`` are the cache breaks ``contextengine profile`` finds in the run's bodies."""
     base = next((r.cost for r in rows if r.name == "plain-chat"), None)
+    by_name = {r.name: r.cost for r in rows}
     head = (
         f"{'framework':26} {'requests':>8} {'chars':>9} {'cached':>7} {'cost':>9} "
-        f"{'x plain':>7} {'tok cost':>9} {'x plain':>7} {'max tok':>7} {'tools':>6}  status"
+        f"{'x plain':>7} {'tok cost':>9} {'x plain':>7} {'x own':>6} {'breaks':>6} "
+        f"{'max tok':>7} {'tools':>6}  status"
     )
     lines = [head, "-" * len(head)]
     for row in rows:
@@ -202,9 +218,12 @@ def format_table(rows: Sequence[Row]) -> str:
         main = c.requests - c.side_requests
         requests = f"{main}" + (f"+{c.side_requests}" if c.side_requests else "")
         status = "ok" if not row.problems else "; ".join(row.problems)
+        own = by_name.get(row.name.removesuffix("+contextengine")) if "+" in row.name else None
+        own_ratio = f"{c.token_cost / own.token_cost:.2f}" if own else "-"
         lines.append(
             f"{row.name:26} {requests:>8} {c.chars:>9,} {c.cached_share:>7.1%} {c.cost:>9,.0f} "
-            f"{ratio:>7} {c.token_cost:>9,.0f} {token_ratio:>7} {c.max_request_tokens:>7,} {c.tools_chars:>6,}  {status}"
+            f"{ratio:>7} {c.token_cost:>9,.0f} {token_ratio:>7} {own_ratio:>6} {row.breaks:>6} "
+            f"{c.max_request_tokens:>7,} {c.tools_chars:>6,}  {status}"
         )
     return "\n".join(lines)
 
@@ -216,6 +235,7 @@ def as_json(rows: Sequence[Row]) -> list[dict[str, object]]:
             "framework": r.name,
             **asdict(r.cost),
             "cached_share": r.cost.cached_share,
+            "breaks": r.breaks,
             "problems": list(r.problems),
         }
         for r in rows
@@ -230,6 +250,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--install", action="store_true", help=f"first create {PEERS_VENV}")
     parser.add_argument("--keep", type=Path, help="work folder to keep (workspaces, sessions)")
     parser.add_argument("--dump", type=Path, help="write every request body to DIR/<setup>.jsonl")
+    parser.add_argument(
+        "--big-notes",
+        action="store_true",
+        help="the variant whose notes.md has a 16,000-char appendix (one big tool output)",
+    )
     args = parser.parse_args(argv)
     wanted = args.only.split(",") if args.only else [s.name for s in SETUPS]
     unknown = sorted(set(wanted) - {s.name for s in SETUPS})
@@ -248,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="fwbench-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        rows = run_all(setups, work, python, args.dump)
+        rows = run_all(setups, work, python, args.dump, args.big_notes)
     print(json.dumps(as_json(rows), indent=2) if args.json else format_table(rows))
     return 0 if all(not r.problems for r in rows) else 1
 
