@@ -33,39 +33,11 @@ SEED_FILES = {
         "Add unittest tests in `test_wordfreq.py` and a README.md with usage.\n"
     ),
 }
-_CORPUS_WORDS = [
-    "the",
-    "river",
-    "runs",
-    "past",
-    "the",
-    "old",
-    "mill",
-    "where",
-    "the",
-    "miller",
-    "counts",
-    "sacks",
-    "of",
-    "grain",
-    "and",
-    "the",
-    "wind",
-    "turns",
-    "the",
-    "sails",
-    "while",
-    "children",
-    "read",
-    "stories",
-    "about",
-    "ships",
-    "that",
-    "sail",
-    "to",
-    "distant",
-    "harbors",
-]
+_CORPUS_TEXT = (
+    "the river runs past the old mill where the miller counts sacks of grain and the wind "
+    "turns the sails while children read stories about ships that sail to distant harbors"
+)
+_CORPUS_WORDS = _CORPUS_TEXT.split()
 BIG_NOTES_APPENDIX = "\n## Sample corpus (for trying the tool)\n\n" + "".join(
     " ".join(_CORPUS_WORDS[(k * 7 + j) % len(_CORPUS_WORDS)] for j in range(12)).capitalize()
     + ".\n"
