@@ -11,7 +11,9 @@ previous request, cost = uncached chars + 0.1 x cached chars; tokens are o200k.
 
 The peers run as subprocesses in ``.venv-peers`` (pinned in
 ``benchmarks/frameworks-requirements.txt``; ``--install`` creates it), one driver script
-each (``fwbench/drivers/``), telemetry and tracing off.
+each (``fwbench/drivers/``), telemetry and tracing off. pydantic-ai, openai-agents and
+LangChain also run with contextengine's integration for them (``<framework>+contextengine``,
+the checkout's ``src`` first on their path); ``--big-notes`` runs the task with one big output.
 
     python benchmarks/frameworks.py --install     # first time: create .venv-peers
     python benchmarks/frameworks.py [--json] [--only plain-chat,contextengine]
@@ -124,11 +126,14 @@ def peers_python(venv: Path = PEERS_VENV) -> Path | None:
 
 
 def install_peers(venv: Path = PEERS_VENV) -> Path:
-    """Create ``venv`` with the pinned peer frameworks; returns its Python."""
+    """Create ``venv`` with the pinned peer frameworks and contextengine itself (core
+    dependencies only, for the ``+contextengine`` rows); returns its Python."""
     python = venv / "bin" / "python"
     if not python.is_file():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "-r", str(REQUIREMENTS)], check=True)
+    subprocess.run([*pip, "-e", str(REPO)], check=True)
     return python
 
 

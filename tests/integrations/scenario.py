@@ -4,7 +4,7 @@ The model keeps a todo list, reads a 20,000-char log (over the externalization t
 and calls ``echo`` with keys out of order, then answers. Checked on the bodies the fake
 server logged: each request extends the previous one (only the task-status tail, which is
 never stored, goes), the log is externalized and recoverable byte for byte, tool arguments
-are canonical, the tail follows the todo list, and every request carries the session key.
+are canonical, the tail recites the todo list (from the request after the todo call's), and every request carries the session key.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def check_bodies(bodies: Sequence[dict[str, Any]], mirror: ContextMirror) -> Non
     for before, after in itertools.pairwise(bodies):
         kept = _persisted(before["messages"])
         assert after["messages"][: len(kept)] == kept
-    assert str(bodies[1]["messages"][-1]["content"]).startswith(TAIL)
+    assert not str(bodies[1]["messages"][-1]["content"]).startswith(TAIL)  # the call said it
+    assert str(bodies[2]["messages"][-1]["content"]).startswith(TAIL)
     log_results = [
         m for m in bodies[2]["messages"] if m.get("role") == "tool" and "compressed_ref" in str(m)
     ]

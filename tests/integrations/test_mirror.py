@@ -83,7 +83,9 @@ def test_a_todo_list_becomes_the_task_status_tail(tmp_path: Path) -> None:
     mirror = ContextMirror(tmp_path, config=Config())
     todos = {"todos": [{"content": "Write it", "status": "in_progress"}]}
     messages = [{"role": "user", "content": "Go."}, _call("t", "todo", json.dumps(todos))]
-    view = mirror.view([*messages, _result("t", "saved")])
+    messages.append(_result("t", "saved"))
+    assert not mirror.view(messages)[-1]["content"].startswith(TAIL)  # the call just said it
+    view = mirror.view([*messages, _call("r", "run", "{}"), _result("r", "ran")])
     assert view[-1]["role"] == "user" and view[-1]["content"].startswith(TAIL)
     assert "Write it" in view[-1]["content"]
 

@@ -6,7 +6,8 @@ OpenAI chat form (the framework's adapter converts), appends what is new to a co
 ``Session``, and returns what the engine's ``ContextBuilder`` makes of the session: tool
 arguments as canonical JSON, big tool outputs externalized to artifacts (recoverable with
 ``file_read``), old context pruned when the cache pays for it (``Pruner``), and the
-task-status tail when the model keeps a todo list. Every message it returned once it
+task-status tail when the model keeps a todo list (except right after its own todo call,
+which states the plan already). Every message it returned once it
 returns again, byte for byte, until a pruning (a deliberate, counted rewrite), so the
 framework's requests stay append-only and its provider's prompt cache keeps hitting.
 """
@@ -110,6 +111,7 @@ class ContextMirror:
         self._first_user: str | None = None
         self._recital = TailRecital()
         self._iterations = 0
+        self._wrote_plan = False
 
     def view(self, messages: Sequence[Message]) -> list[Message]:
         """The messages to send now for the framework's ``messages`` (OpenAI chat form).
@@ -126,6 +128,7 @@ class ContextMirror:
             self.session.close()
             self._start()
         fresh: dict[int, FullObservation] = {}
+        self._wrote_plan = False
         for message, key in zip(rest[len(self._seen) :], keys[len(self._seen) :]):
             self._absorb(message, fresh)
             self._seen.append(key)
@@ -180,6 +183,7 @@ class ContextMirror:
             self._calls[call["id"]] = (name, arguments if isinstance(arguments, dict) else {})
             if name.lower() in TODO_TOOLS and isinstance(arguments, dict):
                 self._plan = apply_todos(self._plan, _todos(arguments.get("todos")))
+                self._wrote_plan = True
             as_json = raw if arguments is None else canonical_json(arguments)
             yield ToolCallRecord(id=call["id"], name=name, arguments_json=as_json)
 
@@ -206,7 +210,10 @@ class ContextMirror:
     def _tail(self) -> str | None:
         if not self._plan.steps or not self._config.flag("recitation"):
             return None
-        return self._recital.tail(self._plan, self._first_user, self._iterations)
+        tail = self._recital.tail(self._plan, self._first_user, self._iterations)
+        # Right after the model's own todo call the plan ends the request already (in the
+        # call's arguments): the recital counts it as recited, the request does not repeat it.
+        return None if self._wrote_plan else tail
 
 
 def _text(content: Any) -> str:
