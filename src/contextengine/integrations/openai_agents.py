@@ -84,10 +84,7 @@ def _to_neutral(items: Sequence[Item]) -> list[Message] | None:
                 {"role": "tool", "tool_call_id": item["call_id"], "content": _text(item["output"])}
             )
         elif kind in (None, "message") and item.get("role") in ("user", "assistant", "system"):
-            role = str(item["role"])
-            if role == "assistant" and out and out[-1]["role"] == "assistant" and kind is None:
-                return None
-            out.append({"role": role, "content": _text(item.get("content"))})
+            out.append({"role": str(item["role"]), "content": _text(item.get("content"))})
         else:
             return None
     return out
