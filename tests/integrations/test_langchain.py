@@ -25,7 +25,7 @@ def test_requests_extend_externalize_and_carry_the_session_key(tmp_path: Path) -
         model = ChatOpenAI(model="fake", base_url=server.base_url, api_key="k", max_retries=0)
         agent = create_agent(
             model,
-            tools=[tool(f) for f in (todo, read_log, echo)],
+            tools=[tool(f) for f in (todo, read_log, echo, mirror.file_read)],
             system_prompt="Be brief.",
             middleware=[ContextEngineMiddleware(mirror)],
         )

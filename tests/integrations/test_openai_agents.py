@@ -26,7 +26,7 @@ def test_requests_extend_externalize_and_carry_the_session_key(tmp_path: Path) -
             name="checker",
             instructions="Be brief.",
             model=OpenAIChatCompletionsModel(model="fake", openai_client=client),
-            tools=[function_tool(f) for f in (todo, read_log, echo)],
+            tools=[function_tool(f) for f in (todo, read_log, echo, mirror.file_read)],
         )
         result = Runner.run_sync(agent, "Check the log.", run_config=run_config(mirror))
     assert result.final_output == FINAL

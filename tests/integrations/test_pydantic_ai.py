@@ -28,7 +28,7 @@ def test_requests_extend_externalize_and_carry_the_session_key(tmp_path: Path) -
         agent = Agent(
             model,
             instructions="Be brief.",
-            tools=[todo, read_log, echo],
+            tools=[todo, read_log, echo, mirror.file_read],
             capabilities=[ContextEngine(mirror)],
         )
         result = agent.run_sync("Check the log.")
@@ -43,7 +43,11 @@ def test_run_history_keeps_what_pydantic_ai_recorded(tmp_path: Path) -> None:
         model = OpenAIChatModel(
             "fake", provider=OpenAIProvider(base_url=server.base_url, api_key="k")
         )
-        agent = Agent(model, tools=[todo, read_log, echo], capabilities=[ContextEngine(mirror)])
+        agent = Agent(
+            model,
+            tools=[todo, read_log, echo, mirror.file_read],
+            capabilities=[ContextEngine(mirror)],
+        )
         result = agent.run_sync("Check the log.")
     returned = [
         p.content for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)

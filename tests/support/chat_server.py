@@ -1,15 +1,16 @@
 """A scripted OpenAI Chat Completions server on 127.0.0.1 that logs every request body.
 
 Frameworks under test point their OpenAI client at ``base_url``; each ``POST
-.../chat/completions`` gets the script's next reply (non-streamed), and ``bodies`` holds
-what was sent, in order.
+.../chat/completions`` gets the script's next reply (non-streamed; a script item may be a
+function of the request body that returns the reply), and ``bodies`` holds what was sent,
+in order.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,7 +30,7 @@ class Reply:
 class ChatServer:
     """The running server: its base URL, the script and the bodies received."""
 
-    script: Sequence[Reply]
+    script: Sequence[Reply | Callable[[dict[str, Any]], Reply]]
     base_url: str = ""
     bodies: list[dict[str, Any]] = field(default_factory=list)
 
@@ -38,6 +39,8 @@ class ChatServer:
         self.bodies.append(body)
         step = len(self.bodies) - 1
         reply = self.script[min(step, len(self.script) - 1)]
+        if not isinstance(reply, Reply):
+            reply = reply(body)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
         if reply.tool is not None:
             message["tool_calls"] = [
@@ -64,7 +67,9 @@ class ChatServer:
 
 
 @contextmanager
-def chat_server(script: Sequence[Reply]) -> Iterator[ChatServer]:
+def chat_server(
+    script: Sequence[Reply | Callable[[dict[str, Any]], Reply]],
+) -> Iterator[ChatServer]:
     """Serve ``script`` until the block ends."""
     server = ChatServer(script)
     lock = threading.Lock()
