@@ -105,7 +105,7 @@ class ContextMirror:
         )
         self._pruner = Pruner(self.session, self._config, self.externalizer)
         self._builder = ContextBuilder(system_prompt="", config=self._config)
-        self._seen: list[str] = []
+        self._seen: list[Message] = []  # the framework's messages mirrored so far
         self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self._plan = Plan()
         self._first_user: str | None = None
@@ -123,15 +123,14 @@ class ContextMirror:
         while lead < len(messages) and messages[lead].get("role") == "system":
             lead += 1
         rest = messages[lead:]
-        keys = [canonical_json(m) for m in rest]
-        if keys[: len(self._seen)] != self._seen:
+        if list(rest[: len(self._seen)]) != self._seen:
             self.session.close()
             self._start()
         fresh: dict[int, FullObservation] = {}
         self._wrote_plan = False
-        for message, key in zip(rest[len(self._seen) :], keys[len(self._seen) :]):
+        for message in rest[len(self._seen) :]:
             self._absorb(message, fresh)
-            self._seen.append(key)
+            self._seen.append(dict(message))
         if (decision := self._pruner.decide()) is not None:
             self._pruner.prune(decision)
         live = LiveContext(full_observations=fresh, tail=self._tail())
