@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,10 @@ from integrations.scenario import BIG_LOG, FINAL, SCRIPT, check_bodies, echo, re
 from support.chat_server import chat_server
 
 
-def test_requests_extend_externalize_and_carry_the_session_key(tmp_path: Path) -> None:
+@pytest.mark.parametrize("call", ["invoke", "ainvoke"])
+def test_requests_extend_externalize_and_carry_the_session_key(tmp_path: Path, call: str) -> None:
     mirror = ContextMirror(tmp_path / "sessions")
+    task = {"messages": [{"role": "user", "content": "Check the log."}]}
     with chat_server(SCRIPT) as server:
         model = ChatOpenAI(model="fake", base_url=server.base_url, api_key="k", max_retries=0)
         agent = create_agent(
@@ -29,7 +32,7 @@ def test_requests_extend_externalize_and_carry_the_session_key(tmp_path: Path) -
             system_prompt="Be brief.",
             middleware=[ContextEngineMiddleware(mirror)],
         )
-        state = agent.invoke({"messages": [{"role": "user", "content": "Check the log."}]})
+        state = agent.invoke(task) if call == "invoke" else asyncio.run(agent.ainvoke(task))
     assert state["messages"][-1].text == FINAL
     check_bodies(server.bodies, mirror)
     assert BIG_LOG in [m.content for m in state["messages"]]  # only the requests changed
