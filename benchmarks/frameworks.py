@@ -11,7 +11,9 @@ previous request, cost = uncached chars + 0.1 x cached chars; tokens are o200k.
 
 The peers run as subprocesses in ``.venv-peers`` (pinned in
 ``benchmarks/frameworks-requirements.txt``; ``--install`` creates it), one driver script
-each (``fwbench/drivers/``), telemetry and tracing off.
+each (``fwbench/drivers/``), telemetry and tracing off. pydantic-ai, openai-agents and
+LangChain also run with contextengine's integration for them (``<framework>+contextengine``,
+the checkout's ``src`` first on their path); ``--big-notes`` runs the task with one big output.
 
     python benchmarks/frameworks.py --install     # first time: create .venv-peers
     python benchmarks/frameworks.py [--json] [--only plain-chat,contextengine]
@@ -34,6 +36,9 @@ from fwbench.cost import RunCost
 from fwbench.local_runs import run_contextengine, run_plain_chat
 from fwbench.script import FINAL_ANSWER, STEPS, VOICES
 from fwbench.server import FakeOpenAI
+
+from contextengine.measure.capture import captured_request
+from contextengine.measure.profile import profile_requests
 
 REPO = Path(__file__).resolve().parents[1]
 PEERS_VENV = REPO / ".venv-peers"
@@ -80,7 +85,23 @@ SETUPS: tuple[Setup, ...] = (
     ),
     Setup("pydantic-ai", "baseline", driver="pydantic_ai_driver.py"),
     Setup("pydantic-ai/compact-4k", "baseline", driver="pydantic_ai_driver.py", mode="compact"),
+    Setup(
+        "pydantic-ai+contextengine",
+        "baseline",
+        driver="pydantic_ai_driver.py",
+        mode="contextengine",
+    ),
     Setup("openai-agents", "baseline", driver="openai_agents_driver.py"),
+    Setup(
+        "openai-agents+contextengine",
+        "baseline",
+        driver="openai_agents_driver.py",
+        mode="contextengine",
+    ),
+    Setup("langchain", "baseline", driver="langchain_driver.py"),
+    Setup(
+        "langchain+contextengine", "baseline", driver="langchain_driver.py", mode="contextengine"
+    ),
     Setup("smolagents", "smolagents", driver="smolagents_driver.py"),
     Setup("deepagents", "deepagents", driver="deepagents_driver.py"),
     Setup("deepagents/window-8k", "deepagents", driver="deepagents_driver.py", mode="compact"),
@@ -95,6 +116,7 @@ class Row:
     name: str
     cost: RunCost
     problems: tuple[str, ...]
+    breaks: int = 0
 
 
 def peers_python(venv: Path = PEERS_VENV) -> Path | None:
@@ -104,18 +126,22 @@ def peers_python(venv: Path = PEERS_VENV) -> Path | None:
 
 
 def install_peers(venv: Path = PEERS_VENV) -> Path:
-    """Create ``venv`` with the pinned peer frameworks; returns its Python."""
+    """Create ``venv`` with the pinned peer frameworks and contextengine itself (core
+    dependencies only, for the ``+contextengine`` rows); returns its Python."""
     python = venv / "bin" / "python"
     if not python.is_file():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "-r", str(REQUIREMENTS)], check=True)
+    subprocess.run([*pip, "-e", str(REPO)], check=True)
     return python
 
 
 def _run_driver(setup: Setup, python: Path, url: str, workspace: Path) -> str:
     assert setup.driver is not None
     argv = [str(python), str(DRIVERS / setup.driver), url, str(workspace), setup.mode]
-    env = {**os.environ, **QUIET_ENV, "OPENAI_BASE_URL": url}
+    # The drivers with contextengine import it from this checkout.
+    env = {**os.environ, **QUIET_ENV, "OPENAI_BASE_URL": url, "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run(
         argv, env=env, capture_output=True, text=True, timeout=DRIVER_TIMEOUT_S, check=False
     )
@@ -131,10 +157,12 @@ def run_setup(
     work: Path,
     python: Path | None,
     dump: Path | None = None,
+    big_notes: bool = False,
 ) -> Row:
     """Run one setup on a fresh workspace and check that it finished the task; with
-    ``dump``, write its request bodies there (one JSON line each)."""
-    workspace = task.seed(work / "ws" / run_id)
+    ``dump``, write its request bodies there (one JSON line each); ``big_notes``: the
+    variant whose ``notes.md`` is about 16,000 chars longer."""
+    workspace = task.seed(work / "ws" / run_id, big_notes)
     url = fake.open_run(run_id, VOICES[setup.voice])
     problems: list[str] = []
     try:
@@ -155,27 +183,37 @@ def run_setup(
     if log.steps != len(STEPS) + 1:
         problems.append(f"{log.steps} of {len(STEPS) + 1} scripted replies used")
     problems += log.errors + task.check(workspace)
-    return Row(setup.name, RunCost.total(log.meter.requests), tuple(problems))
+    profile = profile_requests(captured_request(body) for body in log.bodies)
+    breaks = profile.summary()["breaks"]
+    return Row(setup.name, RunCost.total(log.meter.requests), tuple(problems), breaks)
 
 
 def run_all(
-    setups: Sequence[Setup], work: Path, python: Path | None, dump: Path | None = None
+    setups: Sequence[Setup],
+    work: Path,
+    python: Path | None,
+    dump: Path | None = None,
+    big_notes: bool = False,
 ) -> list[Row]:
     """Every setup in order against one fake server (run ids of equal length, so every
     workspace path, which tracebacks show, has the same length)."""
     with FakeOpenAI().serving() as fake:
         return [
-            run_setup(setup, fake, f"run{k:02d}", work, python, dump)
+            run_setup(setup, fake, f"run{k:02d}", work, python, dump, big_notes)
             for k, setup in enumerate(setups, 1)
         ]
 
 
 def format_table(rows: Sequence[Row]) -> str:
-    """The comparison table; ratios are against ``plain-chat`` when it ran."""
+    """The comparison table; ratios are against ``plain-chat`` when it ran, and a
+    ``<framework>+contextengine`` row's ``x own`` against ``<framework>``'s (token cost);
+    ``breaks`` are the cache breaks ``contextengine profile`` finds in the run's bodies."""
     base = next((r.cost for r in rows if r.name == "plain-chat"), None)
+    by_name = {r.name: r.cost for r in rows}
     head = (
         f"{'framework':26} {'requests':>8} {'chars':>9} {'cached':>7} {'cost':>9} "
-        f"{'x plain':>7} {'tok cost':>9} {'x plain':>7} {'max tok':>7} {'tools':>6}  status"
+        f"{'x plain':>7} {'tok cost':>9} {'x plain':>7} {'x own':>6} {'breaks':>6} "
+        f"{'max tok':>7} {'tools':>6}  status"
     )
     lines = [head, "-" * len(head)]
     for row in rows:
@@ -185,9 +223,12 @@ def format_table(rows: Sequence[Row]) -> str:
         main = c.requests - c.side_requests
         requests = f"{main}" + (f"+{c.side_requests}" if c.side_requests else "")
         status = "ok" if not row.problems else "; ".join(row.problems)
+        own = by_name.get(row.name.removesuffix("+contextengine")) if "+" in row.name else None
+        own_ratio = f"{c.token_cost / own.token_cost:.2f}" if own else "-"
         lines.append(
             f"{row.name:26} {requests:>8} {c.chars:>9,} {c.cached_share:>7.1%} {c.cost:>9,.0f} "
-            f"{ratio:>7} {c.token_cost:>9,.0f} {token_ratio:>7} {c.max_request_tokens:>7,} {c.tools_chars:>6,}  {status}"
+            f"{ratio:>7} {c.token_cost:>9,.0f} {token_ratio:>7} {own_ratio:>6} {row.breaks:>6} "
+            f"{c.max_request_tokens:>7,} {c.tools_chars:>6,}  {status}"
         )
     return "\n".join(lines)
 
@@ -199,6 +240,7 @@ def as_json(rows: Sequence[Row]) -> list[dict[str, object]]:
             "framework": r.name,
             **asdict(r.cost),
             "cached_share": r.cost.cached_share,
+            "breaks": r.breaks,
             "problems": list(r.problems),
         }
         for r in rows
@@ -213,6 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--install", action="store_true", help=f"first create {PEERS_VENV}")
     parser.add_argument("--keep", type=Path, help="work folder to keep (workspaces, sessions)")
     parser.add_argument("--dump", type=Path, help="write every request body to DIR/<setup>.jsonl")
+    parser.add_argument(
+        "--big-notes",
+        action="store_true",
+        help="the variant whose notes.md has a 16,000-char appendix (one big tool output)",
+    )
     args = parser.parse_args(argv)
     wanted = args.only.split(",") if args.only else [s.name for s in SETUPS]
     unknown = sorted(set(wanted) - {s.name for s in SETUPS})
@@ -231,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="fwbench-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        rows = run_all(setups, work, python, args.dump)
+        rows = run_all(setups, work, python, args.dump, args.big_notes)
     print(json.dumps(as_json(rows), indent=2) if args.json else format_table(rows))
     return 0 if all(not r.problems for r in rows) else 1
 

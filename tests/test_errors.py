@@ -12,6 +12,7 @@ import pytest
 import contextengine
 from contextengine import errors
 from contextengine.errors import ContextEngineError, ProviderError
+from contextengine.integrations.mirror import MissingIntegration
 
 TOOL_SIGNALS = {
     # Raised and caught inside one tool, which returns a ToolError value instead.
@@ -35,7 +36,10 @@ def exception_classes_in_package() -> dict[str, type[BaseException]]:
     """Every exception class defined in any module of the package, by qualified name."""
     found: dict[str, type[BaseException]] = {}
     for module_info in pkgutil.walk_packages(contextengine.__path__, "contextengine."):
-        module = importlib.import_module(module_info.name)
+        try:
+            module = importlib.import_module(module_info.name)
+        except MissingIntegration:
+            continue  # an integration whose framework (an optional extra) is not installed
         for _, value in inspect.getmembers(module, inspect.isclass):
             if issubclass(value, BaseException) and value.__module__ == module.__name__:
                 found[f"{value.__module__}.{value.__qualname__}"] = value

@@ -38,7 +38,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "local",
         "codemap",
         "compress memory providers",
-        "agent",
+        "agent integrations",
         "measure",
         "server demo cli_printer",
         "proxy",

@@ -7,8 +7,9 @@ import tomllib
 from pathlib import Path
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
-NOT_IN_ALL = {"all", "dev", "bench", "local"}
-"""Tooling (dev), model weights (bench) and the compiled embedded engine (local)."""
+NOT_IN_ALL = {"all", "dev", "bench", "local", "pydantic-ai", "openai-agents", "langchain"}
+"""Tooling (dev), model weights (bench), the compiled embedded engine (local) and the framework
+integrations (each pins its framework: install the one you use)."""
 
 
 def test_the_all_extra_names_every_feature_extra() -> None:

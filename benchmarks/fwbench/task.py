@@ -33,6 +33,18 @@ SEED_FILES = {
         "Add unittest tests in `test_wordfreq.py` and a README.md with usage.\n"
     ),
 }
+_CORPUS_TEXT = (
+    "the river runs past the old mill where the miller counts sacks of grain and the wind "
+    "turns the sails while children read stories about ships that sail to distant harbors"
+)
+_CORPUS_WORDS = _CORPUS_TEXT.split()
+BIG_NOTES_APPENDIX = "\n## Sample corpus (for trying the tool)\n\n" + "".join(
+    " ".join(_CORPUS_WORDS[(k * 7 + j) % len(_CORPUS_WORDS)] for j in range(12)).capitalize()
+    + ".\n"
+    for k in range(250)
+)
+"""The ``--big-notes`` variant's addition to ``notes.md``: about 16,000 chars of plain prose,
+so the step that reads the spec returns one big output."""
 SHELL_TIMEOUT_S = 60
 TODO_STATUSES = ("pending", "in_progress", "done")
 
@@ -162,12 +174,14 @@ def tool_functions(workspace: Workspace) -> list[Callable[..., str]]:
     return functions
 
 
-def seed(root: str | Path) -> Path:
-    """Create the task's workspace at ``root`` with its seed files."""
+def seed(root: str | Path, big_notes: bool = False) -> Path:
+    """Create the task's workspace at ``root`` with its seed files (``big_notes``: with
+    ``BIG_NOTES_APPENDIX`` at the end of ``notes.md``)."""
     folder = Path(root)
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in SEED_FILES.items():
-        (folder / name).write_text(text, encoding="utf-8")
+        extra = BIG_NOTES_APPENDIX if big_notes and name == "notes.md" else ""
+        (folder / name).write_text(text + extra, encoding="utf-8")
     return folder
 
 

@@ -28,6 +28,7 @@ status). The CLI prints that line and exits 2; the server answers it as JSON.
     ├── ReplayError                (measure.replay) a recording that cannot be replayed
     ├── CaptureFormatError         (measure.segments) a capture file in no known format
     ├── CodeMapUnavailable         (codemap.grammars) the code map's tree-sitter extra is missing
+    ├── MissingIntegration         (integrations.mirror) an integration's framework is not installed
     └── UnrecoverableRef           (compress.externalize) a compressed_ref whose text is gone
 
 ``ProviderError`` statuses map to classes in one place, ``providers.http_errors``; the

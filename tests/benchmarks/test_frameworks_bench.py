@@ -90,3 +90,31 @@ def test_side_calls_and_tool_failures_are_recognized(bench):
     assert TOOL_FAILURE.search("Error: write_todos is not a valid tool, try one of [ls]")
     assert TOOL_FAILURE.search("unknown tool 'x'; available tools: ls")
     assert not TOOL_FAILURE.search("Traceback:\n  File x\nNameError: name 'Counter' is not defined")
+
+
+def test_a_framework_with_contextengine_is_priced_against_itself(bench):
+    from fwbench.cost import RunCost
+
+    def row(name: str, token_cost: float, breaks: int = 0):
+        cost = RunCost(26, 0, 1000, 900, 190.0, 500, token_cost, 80, 40, 100)
+        return bench.Row(name, cost, (), breaks)
+
+    rows = [
+        row("plain-chat", 100.0),
+        row("langchain", 200.0),
+        row("langchain+contextengine", 106.0, 1),
+    ]
+    table = bench.format_table(rows).splitlines()
+
+    assert " x own breaks " in table[0]
+    assert table[-1].split()[7:10] == ["1.06", "0.53", "1"]
+    assert table[-2].split()[8] == "-"
+
+
+def test_the_big_notes_variant_only_lengthens_the_spec(bench, tmp_path):
+    from fwbench import task
+
+    plain = task.seed(tmp_path / "plain") / "notes.md"
+    big = task.seed(tmp_path / "big", big_notes=True) / "notes.md"
+    assert big.read_text() == plain.read_text() + task.BIG_NOTES_APPENDIX
+    assert len(task.BIG_NOTES_APPENDIX) > 15_000

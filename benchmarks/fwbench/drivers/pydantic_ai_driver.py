@@ -1,9 +1,11 @@
-"""pydantic-ai on the task: ``driver.py BASE_URL WORKSPACE default|compact``.
+"""pydantic-ai on the task: ``driver.py BASE_URL WORKSPACE default|compact|contextengine``.
 
 ``compact`` adds a ``ProcessHistory`` capability that, once the last request's prompt
 (the provider's ``input_tokens``) passes ``COMPACT_AT_TOKENS``, asks the model for a summary of all
 but the last ``KEEP_MESSAGES`` messages and puts it after the task (pydantic-ai's documented
-way to compact; its processed history replaces the run's history).
+way to compact; its processed history replaces the run's history). ``contextengine`` adds
+contextengine's pydantic-ai integration (``contextengine.integrations.pydantic_ai``), its
+session kept in a folder beside the workspace.
 """
 
 from __future__ import annotations
@@ -68,7 +70,14 @@ def main() -> None:
     model = OpenAIChatModel(
         "fake-model", provider=OpenAIProvider(base_url=base_url, api_key="sk-fake")
     )
-    capabilities = [ProcessHistory(compactor(model))] if mode == "compact" else []
+    capabilities: list[Any] = []
+    if mode == "compact":
+        capabilities.append(ProcessHistory(compactor(model)))
+    elif mode == "contextengine":
+        from contextengine.integrations.mirror import ContextMirror
+        from contextengine.integrations.pydantic_ai import ContextEngine
+
+        capabilities.append(ContextEngine(ContextMirror(f"{workspace}.ce")))
     agent = Agent(
         model,
         instructions=task.INSTRUCTIONS,
