@@ -92,6 +92,12 @@ class Config(BaseSettings):
         description="Pruning never expects more steps to follow than this: a batch must pay "
         "back its cache rewrite within this many steps.",
     )
+    max_preserved_errors: int = Field(
+        5,
+        ge=0,
+        description="Unresolved recent errors the task-status tail lists, one line each, when "
+        "it recites in full (0: none; seed 001 maxPreservedErrors).",
+    )
     prune_risk_share: float = Field(
         0.02,
         ge=0,

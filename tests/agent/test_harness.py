@@ -403,3 +403,22 @@ def test_the_model_can_read_and_edit_its_memory_files_by_path(tmp_path):
     plan_updates = [e for e in events if isinstance(e, MemoryUpdate) and e.file == "task_plan.md"]
     assert "Edited by the model" in plan_updates[-1].content
     assert "Objective: Edited by the model" in provider.requests[-1].messages[-1]["content"]
+
+
+def test_the_tail_lists_unresolved_errors_when_it_recites_in_full(tmp_path):
+    script = [
+        step(todo(("Probe", "in_progress"))),
+        step(failing_python()),
+        step(todo(("Probe", "in_progress"), ("Fix", "pending"))),
+        {"content": "The probe fails: undefined_name is not defined anywhere."},
+    ]
+    agent, provider = make_agent(tmp_path, script)
+    agent.run("Probe python.")
+    tail = main_requests(provider)[-1].messages[-1]["content"]
+    assert "[>] 1 Probe\n[ ] 2 Fix" in tail, "the plan changed: a full recital"
+    assert tail.endswith("NameError: name 'undefined_name' is not defined")
+    assert "\nRecent errors (unresolved):\n- shell_exec python3 -c " in tail
+
+    quiet, provider = make_agent(tmp_path / "q", list(script), Config(max_preserved_errors=0))
+    quiet.run("Probe python.")
+    assert "Recent errors" not in main_requests(provider)[-1].messages[-1]["content"]

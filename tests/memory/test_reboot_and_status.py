@@ -87,3 +87,15 @@ def test_the_tail_recites_in_full_when_it_changed_and_a_plan_every_few_iteration
     assert "[>] 1 Look" in tails[0], "the plan changed"
     assert tails[1] == "Task status unchanged. Focus: step 1 Look"
     assert "[>] 1 Look" in tails[FULL_EVERY], "the plan is recited again (R8.2)"
+
+
+def test_a_full_recital_lists_the_recent_errors_and_a_brief_one_does_not() -> None:
+    recital = TailRecital()
+    plan = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Run", status="in_progress"),)),))
+    errors = ["shell_exec make: exit code 2", "file_read a.txt: not found"]
+    full = recital.tail(plan, "Build it.", 0, errors)
+    assert full.endswith(
+        "\nRecent errors (unresolved):\n- shell_exec make: exit code 2\n- file_read a.txt: not found"
+    )
+    assert recital.tail(plan, "Build it.", 1, errors) == "Task status unchanged. Focus: step 1 Run"
+    assert "Recent errors" not in recital.tail(plan, "Build it.", FULL_EVERY, [])

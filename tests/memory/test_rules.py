@@ -115,3 +115,36 @@ def test_plan_is_due_only_while_it_is_not_in_view(tmp_path: Path) -> None:
     for _ in range(10):
         state.observe(session.append(AssistantEntry(text="step")))
     assert not state.plan_due()
+
+
+def _run(session: Session, command: str, status: str, content: str) -> None:
+    call = ToolCallRecord(
+        id=f"c{len(session.records)}",
+        name="shell_exec",
+        arguments_json=f'{{"command":"{command}"}}',
+    )
+    session.append(AssistantEntry(text="run", tool_calls=(call,)))
+    session.append(
+        ToolResultEntry(
+            call_id=call.id,
+            tool_name="shell_exec",
+            status=status,  # type: ignore[arg-type]
+            content=content,
+            error_class="nonzero_exit" if status == "error" else None,
+        )
+    )
+
+
+def test_recent_errors_are_kept_until_the_same_action_succeeds(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    _run(session, "make test", "error", "\nFAILED test_a - assert 1 == 2\nmore")
+    _run(session, "make lint", "error", '{"error":{"code":"x","message":"E501 line too long"}}')
+    state = _fold(session)
+    assert [str(e) for e in state.recent_errors] == [
+        "shell_exec make test: FAILED test_a - assert 1 == 2",
+        "shell_exec make lint: E501 line too long",
+    ]
+    _run(session, "make test", "success", "ok")
+    assert [str(e) for e in _fold(session).recent_errors] == [
+        "shell_exec make lint: E501 line too long"
+    ]

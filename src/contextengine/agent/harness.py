@@ -70,7 +70,7 @@ def default_rules(
         PlanRecitation(ctx) if reminders else None,
         TwoActionRule(ctx) if reminders else None,
         ThreeStrikeRule(ctx) if reminders else None,
-        TaskStatusTail(ctx) if config.flag("recitation") else None,
+        TaskStatusTail(ctx, config.max_preserved_errors) if config.flag("recitation") else None,
         LongTermIndex(ctx, longterm) if longterm is not None else None,
         MemoryVersions(ctx, versions) if versions is not None else None,
     ]

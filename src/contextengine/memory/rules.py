@@ -22,6 +22,7 @@ same bytes, and none repeats while nothing changed:
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections import Counter
@@ -149,6 +150,59 @@ def is_high_risk(traits: ToolTraits, target_exists: bool) -> bool:
     return traits.risk == "high" or (traits.risk == "overwrite" and target_exists)
 
 
+MAX_RECENT_ERRORS = 50  # kept in the state; the tail shows max_preserved_errors of them
+ERROR_LINE_CHARS = 100
+_TAG_LINE = re.compile(r"^</?[a-z_]+>(?:\d+</[a-z_]+>)?$")  # <stderr>, <exit_code>1</exit_code>
+
+
+@dataclass(frozen=True)
+class RecentError:
+    """An error not resolved yet: the tool, what it acted on, the first line of its text."""
+
+    tool: str
+    action: str
+    line: str
+
+    def __str__(self) -> str:
+        return f"{self.tool}{f' {self.action}' if self.action else ''}: {self.line}"
+
+
+def _arguments_of(call: ToolCallRecord | None) -> dict[str, Any]:
+    try:
+        return call.as_call().arguments() if call is not None else {}
+    except ValueError:
+        return {}
+
+
+def _action_of(traits: ToolTraits, arguments: dict[str, Any]) -> str:
+    """What a call acted on, in one line: its command or path, clipped."""
+    value = arguments.get(traits.action_key or "path")
+    return _clipped(" ".join(value.split()), 60) if isinstance(value, str) else ""
+
+
+def _error_line(content: str) -> str:
+    """The telling line of an error observation: its first line of text, or a traceback's
+    last (the exception); from the message when history keeps the compressed JSON form."""
+    try:
+        message = json.loads(content)["error"]["message"]
+    except (ValueError, TypeError, KeyError):
+        message = content
+    text = message if isinstance(message, str) else content
+    lines = [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not _TAG_LINE.match(line.strip())
+    ]
+    if not lines:
+        return ""
+    traceback = any(line.startswith("Traceback (most recent call last)") for line in lines)
+    return _clipped(lines[-1] if traceback else lines[0], ERROR_LINE_CHARS)
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 @dataclass
 class RuleState:
     """Counters of one session, folded from its log records; ``traits`` says what each
@@ -164,6 +218,7 @@ class RuleState:
     awaiting_reboot: bool = False
     first_user_text: str | None = None
     open_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
+    recent_errors: list[RecentError] = field(default_factory=list)
     notes: set[tuple[str, str]] = field(default_factory=set)
 
     def observe(self, record: LogRecord) -> None:
@@ -192,21 +247,25 @@ class RuleState:
 
     def _tool_result(self, entry: ToolResultEntry) -> None:
         call = self.open_calls.pop(entry.call_id, None)
+        traits = self.traits(entry.tool_name)
+        arguments = _arguments_of(call)
+        action = _action_of(traits, arguments)
         if entry.status == "error":
             if entry.error_class:
                 self.strikes[entry.error_class] += 1
+            error = RecentError(entry.tool_name, action, _error_line(entry.content))
+            self.recent_errors = [*self.recent_errors[1 - MAX_RECENT_ERRORS :], error]
             return
-        traits = self.traits(entry.tool_name)
+        # the same action succeeding resolves its earlier errors (seed 001 resolveError)
+        self.recent_errors = [
+            e for e in self.recent_errors if (e.tool, e.action) != (entry.tool_name, action)
+        ]
         if traits.category == "plan":
             self.plan_in_view = True  # the model's own plan call is in history
         if traits.category == "memory":
             self.info_actions = 0
             self.two_action_given = False
             return
-        try:
-            arguments = call.as_call().arguments() if call is not None else {}
-        except ValueError:
-            arguments = {}
         if is_info_gathering(traits, arguments):
             self.info_actions += 1
 

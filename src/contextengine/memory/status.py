@@ -8,6 +8,7 @@ in full only when it says something new (``TailRecital``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from contextengine.memory.plan import MARKS, Plan, one_line
 
@@ -49,6 +50,13 @@ def task_status(plan: Plan, first_user_text: str | None) -> str:
     return "\n".join(lines)
 
 
+def errors_block(errors: Sequence[object]) -> str:
+    """``Recent errors (unresolved):`` and one line each, or nothing without errors."""
+    if not errors:
+        return ""
+    return "\nRecent errors (unresolved):" + "".join(f"\n- {e}" for e in errors)
+
+
 def brief_status(plan: Plan) -> str:
     """The tail while the full status is unchanged and recently recited: one line, the
     focus only (no heading: the line is paid uncached on every such request)."""
@@ -69,15 +77,23 @@ class TailRecital:
         self._full: str | None = None
         self._full_at = -FULL_EVERY
 
-    def tail(self, plan: Plan, first_user_text: str | None, iteration: int) -> str:
-        """The tail for a request made at ``iteration`` (model calls so far)."""
+    def tail(
+        self,
+        plan: Plan,
+        first_user_text: str | None,
+        iteration: int,
+        errors: Sequence[object] = (),
+    ) -> str:
+        """The tail for a request made at ``iteration`` (model calls so far); a full
+        recital also lists ``errors``, the unresolved recent ones (a new error alone does
+        not make the status change: history holds it verbatim)."""
         full = task_status(plan, first_user_text)
         # the periodic recital is the plan's (R8.2): without one there is nothing to recite
         periodic = bool(plan.steps) and iteration - self._full_at >= FULL_EVERY
         due = iteration == self._full_at or periodic
         if full != self._full or due:
             self._full, self._full_at = full, iteration
-            return full
+            return full + errors_block(errors)
         return brief_status(plan)
 
     def new_turn(self) -> None:
