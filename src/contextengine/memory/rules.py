@@ -215,6 +215,7 @@ class RuleState:
     info_actions: int = 0
     two_action_given: bool = False
     plan_in_view: bool = False
+    plan_just_written: bool = False  # the last reply's own plan call wrote the plan
     awaiting_reboot: bool = False
     first_user_text: str | None = None
     open_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
@@ -231,6 +232,7 @@ class RuleState:
         elif isinstance(entry, AssistantEntry):
             self.iterations += 1
             self.awaiting_reboot = False
+            self.plan_just_written = False
             self.open_calls = {c.id: c for c in entry.tool_calls}
         elif isinstance(entry, ToolResultEntry):
             self._tool_result(entry)
@@ -261,7 +263,7 @@ class RuleState:
             e for e in self.recent_errors if (e.tool, e.action) != (entry.tool_name, action)
         ]
         if traits.category == "plan":
-            self.plan_in_view = True  # the model's own plan call is in history
+            self.plan_in_view = self.plan_just_written = True  # its own call is in history
         if traits.category == "memory":
             self.info_actions = 0
             self.two_action_given = False

@@ -57,16 +57,21 @@ def errors_block(errors: Sequence[object]) -> str:
     return "\nRecent errors (unresolved):" + "".join(f"\n- {e}" for e in errors)
 
 
+def focus_line(plan: Plan) -> str:
+    """The step in focus in one line, or that every step is finished, or that there is no plan."""
+    current = plan.current_index
+    if current is not None:
+        return f"Focus: step {current + 1} {plan.steps[current].text}"
+    if plan.steps:
+        return "Every step is finished; check the result and report."
+    return NO_PLAN
+
+
 def brief_status(plan: Plan) -> str:
     """The tail while the full status is unchanged and recently recited: one line, the
     focus only (no heading: the line is paid uncached on every such request)."""
-    current = plan.current_index
-    if current is not None:
-        step = plan.steps[current]
-        return f"{UNCHANGED} Focus: step {current + 1} {step.text}"
-    if plan.steps:
-        return f"{UNCHANGED} Every step is finished; check the result and report."
-    return NO_PLAN
+    focus = focus_line(plan)
+    return focus if focus == NO_PLAN else f"{UNCHANGED} {focus}"
 
 
 class TailRecital:
@@ -83,14 +88,21 @@ class TailRecital:
         first_user_text: str | None,
         iteration: int,
         errors: Sequence[object] = (),
+        *,
+        just_written: bool = False,
     ) -> str:
         """The tail for a request made at ``iteration`` (model calls so far); a full
         recital also lists ``errors``, the unresolved recent ones (a new error alone does
-        not make the status change: history holds it verbatim)."""
+        not make the status change: history holds it verbatim). ``just_written``: the
+        model's own plan call, the message before this tail, changed the plan: it has the
+        steps in view, so the focus line says what is new."""
         full = task_status(plan, first_user_text)
         # the periodic recital is the plan's (R8.2): without one there is nothing to recite
         periodic = bool(plan.steps) and iteration - self._full_at >= FULL_EVERY
         due = iteration == self._full_at or periodic
+        if just_written and full != self._full and not due and self._full is not None:
+            self._full, self._full_at = full, iteration
+            return focus_line(plan)
         if full != self._full or due:
             self._full, self._full_at = full, iteration
             return full + errors_block(errors)

@@ -27,4 +27,10 @@ class TaskStatusTail(Rule):
         state = self.ctx.state
         errors = state.recent_errors[-self._max_errors :] if self._max_errors else []
         plan = self.ctx.memory.plan()
-        return self._recital.tail(plan, state.first_user_text, state.iterations, errors)
+        return self._recital.tail(
+            plan,
+            state.first_user_text,
+            state.iterations,
+            errors,
+            just_written=state.plan_just_written,
+        )
