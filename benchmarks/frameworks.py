@@ -2,7 +2,7 @@
 
 The same 25-step task (todo, ls, write, read, a run that fails, edits, tests that fail
 then pass, a README; ``fwbench/script.py``) is driven through a plain append-only chat
-loop, contextengine (default tools; the peers' six baseline tools; ``context_window=8000``)
+loop, contextengine (default tools; the peers' six baseline tools; ``context_window=5000``, which forces a compaction)
 and pydantic-ai, openai-agents, smolagents and deepagents (default and, where the framework
 has one, a compacting configuration), all against one local fake OpenAI Chat Completions
 server that logs every request body and answers from the script. Cost comes from the
@@ -79,9 +79,9 @@ SETUPS: tuple[Setup, ...] = (
         local=lambda url, ws: run_contextengine(url, ws, peer_tools=True),
     ),
     Setup(
-        "contextengine/window-8k",
+        "contextengine/window-5k",
         "contextengine",
-        local=lambda url, ws: run_contextengine(url, ws, context_window=8000),
+        local=lambda url, ws: run_contextengine(url, ws, context_window=5000),
     ),
     Setup("pydantic-ai", "baseline", driver="pydantic_ai_driver.py"),
     Setup("pydantic-ai/compact-4k", "baseline", driver="pydantic_ai_driver.py", mode="compact"),
