@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from contextengine import Config
 from contextengine.integrations.mirror import ContextMirror, MissingIntegration, require
+from contextengine.memory.status import FULL_EVERY
 
 TAIL = "## Task status"
 
@@ -85,9 +86,13 @@ def test_a_todo_list_becomes_the_task_status_tail(tmp_path: Path) -> None:
     messages = [{"role": "user", "content": "Go."}, _call("t", "todo", json.dumps(todos))]
     messages.append(_result("t", "saved"))
     assert not mirror.view(messages)[-1]["content"].startswith(TAIL)  # the call just said it
-    view = mirror.view([*messages, _call("r", "run", "{}"), _result("r", "ran")])
+    for n in range(FULL_EVERY):
+        messages += [_call(f"r{n}", "run", "{}"), _result(f"r{n}", "ran")]
+        view = mirror.view(messages)
+        if n < FULL_EVERY - 1:
+            assert view[-1]["role"] == "tool", "nothing new to say: the request is left as is"
     assert view[-1]["role"] == "user" and view[-1]["content"].startswith(TAIL)
-    assert "Write it" in view[-1]["content"]
+    assert "Write it" in view[-1]["content"], "recited five iterations on (R8.2)"
 
 
 def test_a_rewritten_history_starts_a_new_session(tmp_path: Path) -> None:
@@ -100,7 +105,12 @@ def test_a_rewritten_history_starts_a_new_session(tmp_path: Path) -> None:
 
 
 def test_old_outputs_are_pruned_when_the_cache_pays_and_stay_readable(tmp_path: Path) -> None:
-    config = Config(prune_min_batch_tokens=500, prune_keep_recent=1, prune_horizon=4.0)
+    config = Config(
+        prune_min_batch_tokens=500,
+        prune_keep_recent=1,
+        prune_horizon=4.0,
+        prune_risk_share=1.0,  # a short history has banked nothing: let it bet
+    )
     mirror = ContextMirror(tmp_path, config=config)
     texts = [f"output {n} " + "word " * 500 for n in range(12)]
     conversation = _conversation(texts)

@@ -6,8 +6,9 @@ OpenAI chat form (the framework's adapter converts), appends what is new to a co
 ``Session``, and returns what the engine's ``ContextBuilder`` makes of the session: tool
 arguments as canonical JSON, big tool outputs externalized to artifacts (recoverable with
 ``file_read``), old context pruned when the cache pays for it (``Pruner``), and the
-task-status tail when the model keeps a todo list (except right after its own todo call,
-which states the plan already). Every message it returned once it
+task-status tail when the model keeps a todo list and the status has something to say
+(it changed, other than by the model's own todo call, which states the plan already, or
+five iterations went by). Every message it returned once it
 returns again, byte for byte, until a pruning (a deliberate, counted rewrite), so the
 framework's requests stay append-only and its provider's prompt cache keeps hitting.
 """
@@ -209,10 +210,12 @@ class ContextMirror:
     def _tail(self) -> str | None:
         if not self._plan.steps or not self._config.flag("recitation"):
             return None
-        tail = self._recital.tail(self._plan, self._first_user, self._iterations)
-        # Right after the model's own todo call the plan ends the request already (in the
-        # call's arguments): the recital counts it as recited, the request does not repeat it.
-        return None if self._wrote_plan else tail
+        # Only a full recital: the framework's requests are left as they are while the
+        # status says nothing new (right after the model's own todo call the plan ends the
+        # request already, in the call's arguments, and counts as recited).
+        return self._recital.recital(
+            self._plan, self._first_user, self._iterations, just_written=self._wrote_plan
+        )
 
 
 def _text(content: Any) -> str:

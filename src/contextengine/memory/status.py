@@ -82,6 +82,32 @@ class TailRecital:
         self._full: str | None = None
         self._full_at = -FULL_EVERY
 
+    def recital(
+        self,
+        plan: Plan,
+        first_user_text: str | None,
+        iteration: int,
+        errors: Sequence[object] = (),
+        *,
+        just_written: bool = False,
+    ) -> str | None:
+        """The full status when it is due at ``iteration`` (model calls so far), else
+        ``None``. It is due when it changed, at a turn's first request and, while there is
+        a plan, every ``FULL_EVERY`` iterations (R8.2); it lists ``errors``, the unresolved
+        recent ones (a new error alone is no change: history holds it verbatim).
+        ``just_written``: the model's own plan call, the message before, changed the plan:
+        the steps are in view, so the change counts as recited."""
+        full = task_status(plan, first_user_text)
+        periodic = bool(plan.steps) and iteration - self._full_at >= FULL_EVERY
+        due = iteration == self._full_at or periodic
+        if just_written and full != self._full:
+            self._full, self._full_at = full, iteration
+            return None
+        if full != self._full or due:
+            self._full, self._full_at = full, iteration
+            return full + errors_block(errors)
+        return None
+
     def tail(
         self,
         plan: Plan,
@@ -91,22 +117,13 @@ class TailRecital:
         *,
         just_written: bool = False,
     ) -> str:
-        """The tail for a request made at ``iteration`` (model calls so far); a full
-        recital also lists ``errors``, the unresolved recent ones (a new error alone does
-        not make the status change: history holds it verbatim). ``just_written``: the
-        model's own plan call, the message before this tail, changed the plan: it has the
-        steps in view, so the focus line says what is new."""
-        full = task_status(plan, first_user_text)
-        # the periodic recital is the plan's (R8.2): without one there is nothing to recite
-        periodic = bool(plan.steps) and iteration - self._full_at >= FULL_EVERY
-        due = iteration == self._full_at or periodic
-        if just_written and full != self._full and not due and self._full is not None:
-            self._full, self._full_at = full, iteration
-            return focus_line(plan)
-        if full != self._full or due:
-            self._full, self._full_at = full, iteration
-            return full + errors_block(errors)
-        return brief_status(plan)
+        """The tail of the request made at ``iteration``: the full status when it is due
+        (``recital``), else one line: the focus (after the model's own plan call) or that
+        the status is unchanged."""
+        full = self.recital(plan, first_user_text, iteration, errors, just_written=just_written)
+        if full is not None:
+            return full
+        return focus_line(plan) if just_written else brief_status(plan)
 
     def new_turn(self) -> None:
         """A user turn starts: its first request recites the full status."""
