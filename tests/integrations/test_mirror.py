@@ -12,7 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextengine import Config
-from contextengine.integrations.mirror import ContextMirror, MissingIntegration, require
+from contextengine.integrations.mirror import (
+    RECITE_AFTER_CHARS,
+    ContextMirror,
+    MissingIntegration,
+    require,
+)
 from contextengine.memory.status import FULL_EVERY
 
 TAIL = "## Task status"
@@ -80,7 +85,7 @@ def test_a_big_output_is_externalized_and_read_back(tmp_path: Path) -> None:
     assert mirror.file_read(ref["path"], 2, 3) == "row 1 value_1\nrow 2 value_2\n"
 
 
-def test_a_todo_list_becomes_the_task_status_tail(tmp_path: Path) -> None:
+def test_a_todo_list_becomes_the_task_status_tail_once_it_is_out_of_view(tmp_path: Path) -> None:
     mirror = ContextMirror(tmp_path, config=Config())
     todos = {"todos": [{"content": "Write it", "status": "in_progress"}]}
     messages = [{"role": "user", "content": "Go."}, _call("t", "todo", json.dumps(todos))]
@@ -89,10 +94,14 @@ def test_a_todo_list_becomes_the_task_status_tail(tmp_path: Path) -> None:
     for n in range(FULL_EVERY):
         messages += [_call(f"r{n}", "run", "{}"), _result(f"r{n}", "ran")]
         view = mirror.view(messages)
-        if n < FULL_EVERY - 1:
-            assert view[-1]["role"] == "tool", "nothing new to say: the request is left as is"
+        assert view[-1]["role"] == "tool", "the plan is close by: the request is left as is"
+    far = "x" * RECITE_AFTER_CHARS
+    messages += [_call("far", "run", "{}"), _result("far", far)]
+    view = mirror.view(messages)
     assert view[-1]["role"] == "user" and view[-1]["content"].startswith(TAIL)
-    assert "Write it" in view[-1]["content"], "recited five iterations on (R8.2)"
+    assert "Write it" in view[-1]["content"], "out of recent view: recited"
+    messages += [_call("next", "run", "{}"), _result("next", "ran")]
+    assert mirror.view(messages)[-1]["role"] == "tool", "just recited"
 
 
 def test_a_rewritten_history_starts_a_new_session(tmp_path: Path) -> None:

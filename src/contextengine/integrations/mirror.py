@@ -6,9 +6,8 @@ OpenAI chat form (the framework's adapter converts), appends what is new to a co
 ``Session``, and returns what the engine's ``ContextBuilder`` makes of the session: tool
 arguments as canonical JSON, big tool outputs externalized to artifacts (recoverable with
 ``file_read``), old context pruned when the cache pays for it (``Pruner``), and the
-task-status tail when the model keeps a todo list and the status has something to say
-(it changed, other than by the model's own todo call, which states the plan already, or
-five iterations went by). Every message it returned once it
+task-status tail when the model keeps a todo list whose status has something to say and
+is out of recent view (see ``ContextMirror._tail``). Every message it returned once it
 returns again, byte for byte, until a pruning (a deliberate, counted rewrite), so the
 framework's requests stay append-only and its provider's prompt cache keeps hitting.
 """
@@ -46,6 +45,9 @@ from contextengine.tools.traits import UNDECLARED
 ERROR_STATUS = "status"
 """Key an adapter may set to ``"error"`` on a neutral tool message: the call failed (kept verbatim)."""
 TODO_TOOLS = frozenset({"todo", "todo_write", "todowrite", "write_todos"})
+RECITE_AFTER_CHARS = 24_000
+"""How far (characters of messages) the plan must be behind the end before it is recited:
+closer, it is still in the model's recent view."""
 """Tool names whose ``todos`` argument (items with content and status) is the model's plan."""
 _TODO_STATUSES: Mapping[str, TodoStatus] = {
     "pending": "pending",
@@ -113,6 +115,7 @@ class ContextMirror:
         self._recital = TailRecital()
         self._iterations = 0
         self._wrote_plan = False
+        self._since_plan = 0  # characters mirrored since the plan was last in view
 
     def view(self, messages: Sequence[Message]) -> list[Message]:
         """The messages to send now for the framework's ``messages`` (OpenAI chat form).
@@ -132,6 +135,7 @@ class ContextMirror:
         for message in rest[len(self._seen) :]:
             self._absorb(message, fresh)
             self._seen.append(dict(message))
+            self._since_plan += len(json.dumps(message, default=str))
         if (decision := self._pruner.decide()) is not None:
             self._pruner.prune(decision)
         live = LiveContext(full_observations=fresh, tail=self._tail())
@@ -208,14 +212,25 @@ class ContextMirror:
         )
 
     def _tail(self) -> str | None:
+        """The full status when it has something to say and the plan is out of recent view.
+
+        The framework's requests are left as they are otherwise: right after the model's
+        own todo call the plan ends the request already (it counts as recited), and within
+        ``RECITE_AFTER_CHARS`` of where the plan was last in view reciting it again would
+        only be paid for.
+        """
         if not self._plan.steps or not self._config.flag("recitation"):
             return None
-        # Only a full recital: the framework's requests are left as they are while the
-        # status says nothing new (right after the model's own todo call the plan ends the
-        # request already, in the call's arguments, and counts as recited).
-        return self._recital.recital(
-            self._plan, self._first_user, self._iterations, just_written=self._wrote_plan
-        )
+        if self._wrote_plan:
+            self._since_plan = 0
+            self._recital.recital(self._plan, self._first_user, self._iterations, just_written=True)
+            return None
+        if self._since_plan < RECITE_AFTER_CHARS:
+            return None
+        tail = self._recital.recital(self._plan, self._first_user, self._iterations)
+        if tail is not None:
+            self._since_plan = 0
+        return tail
 
 
 def _text(content: Any) -> str:
