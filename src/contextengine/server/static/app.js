@@ -285,7 +285,7 @@ function onToolResult(turn, payload) {
   section.append(el('div', 'label', 'Result'));
   const ref = compressedRef(payload.preview);
   if (ref) {
-    section.append(refCard(ref));
+    section.append(refCard(ref, payload.ref));
     // A ref stands for a long result: the card says what it is; the tool summary shows it.
     block.querySelector('summary').append(refChip(ref));
   } else {
@@ -660,19 +660,14 @@ async function loadArtifacts() {
   if (!data.artifacts.length) list.append(el('li', 'empty', 'No artifacts yet.'));
   for (const artifact of data.artifacts) {
     const item = el('li');
-    const button = el('button', 'artifact', artifact.path);
-    button.type = 'button';
-    button.dataset.path = artifact.path;
-    button.append(el('span', 'size', fmtBytes(artifact.size)));
-    button.addEventListener('click', () => showArtifact(artifact.path));
-    item.append(button);
+    item.append(artifactCard(artifact));
     list.append(item);
   }
 }
 
 async function showArtifact(path) {
-  for (const button of document.querySelectorAll('#artifact-list .artifact')) {
-    button.classList.toggle('selected', button.dataset.path === path);
+  for (const card of document.querySelectorAll('#artifact-list .artifact-card')) {
+    card.classList.toggle('selected', card.dataset.path === path);
   }
   const encoded = path.split('/').map(encodeURIComponent).join('/');
   const data = await api(sessionPath(`/artifacts/${encoded}`)).catch((error) => {
