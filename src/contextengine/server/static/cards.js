@@ -119,8 +119,26 @@ function artifactCard(artifact) {
 function onQuestion(turn, payload) {
   turn.stream = null;
   turn.lastStep = null;
+  const card = questionCard(payload.question);
+  turn.question = card;
+  turn.node.append(card);
+  scrollChat();
+  if (state.running) card.querySelector('.question-input').focus();
+}
+
+// A question asked in the recorded history: its card, closed with the answer if any.
+function addRecordedQuestion(turn, asked) {
+  turn.stream = null;
+  turn.lastStep = null;
+  const card = questionCard(asked.question);
+  const ended = 'Not answered: the turn ended. Send your answer as a message to go on.';
+  closeQuestion(card, asked.answer === null ? ended : `You answered: ${asked.answer}`);
+  turn.node.append(card);
+}
+
+function questionCard(question) {
   const card = el('div', 'question-card');
-  card.append(el('div', 'question-label', 'The agent asks you'), el('div', 'question-text', payload.question));
+  card.append(el('div', 'question-label', 'The agent asks you'), el('div', 'question-text', question));
   const form = el('form', 'question-form');
   const input = el('textarea', 'question-input');
   input.rows = 2;
@@ -139,10 +157,7 @@ function onQuestion(turn, payload) {
     }
   });
   card.append(form);
-  turn.question = card;
-  turn.node.append(card);
-  scrollChat();
-  if (state.running) input.focus();
+  return card;
 }
 
 async function answerQuestion(card, text) {
