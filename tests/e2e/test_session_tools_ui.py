@@ -205,6 +205,9 @@ def test_refs_are_cards_and_markdown_is_rendered_and_sanitized(
         find(shell, "summary").click()
         card = wait(browser, lambda d: find(shell, ".ref-card"), "the ref card")
         assert re.fullmatch(r"[\d,]+ chars", find(card, ".ref-size").text)
+        # The live event's preview is cut before the ref's title; the event carries it whole.
+        live_title = find(card, ".ref-title").text
+        assert "shell_exec" in live_title and "artifacts/" not in live_title
         preview = find(card, ".ref-preview").text
         assert "<stdout>\nxxxx" in preview and "\\n" not in preview
         assert not find_all(shell, ".tool-result"), "no raw compressed_ref JSON"
@@ -220,4 +223,63 @@ def test_refs_are_cards_and_markdown_is_rendered_and_sanitized(
         find(shell, "summary").click()
         card = wait(browser, lambda d: find(shell, ".ref-card"), "the ref card again")
         assert "file_read" in find(card, ".ref-note").text
-        assert "shell_exec" in find(card, ".ref-title").text
+        assert find(card, ".ref-title").text == live_title
+
+
+def reload(browser: Any) -> None:
+    browser.refresh()
+    wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "reload")
+
+
+def test_a_reloaded_page_redraws_the_question_card(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with LiveServer(scripted_app(workspace, HAND_OVER)) as server:
+        open_ui(browser, server)
+        send_message(browser, "Probe python.")
+        wait(browser, lambda d: find_all(d, ".msg.agent .question-card"), "the question")
+
+        # While the turn waits, a reload redraws the card and the answer still continues it.
+        reload(browser)
+        cards = wait(browser, lambda d: find_all(d, ".question-card"), "the question again")
+        assert len(cards) == 1
+        assert QUESTION in find(cards[0], ".question-text").text
+        assert turn_state(browser) == "running"
+        browser.save_screenshot(str(tmp_path / "question-reloaded.png"))
+        box = find(cards[0], ".question-input")
+        box.send_keys("Print the name variable.")
+        box.send_keys(Keys.ENTER)
+        wait(browser, lambda d: find_all(d, ".msg.agent .answer"), "the final answer")
+        wait(browser, lambda d: turn_state(d) == "idle", "turn end")
+        assert find(cards[0], ".question-answer").text == "You answered: Print the name variable."
+
+        # Once the turn is over, the history draws the card with its answer, in one turn.
+        reload(browser)
+        card = wait(browser, lambda d: find(d, ".msg.agent .question-card"), "the recorded card")
+        assert QUESTION in find(card, ".question-text").text
+        assert find(card, ".question-answer").text == "You answered: Print the name variable."
+        assert not find_all(card, "form")
+        assert [e.text for e in find_all(browser, ".msg.user .text")] == ["Probe python."]
+        assert [e.text for e in find_all(browser, ".answer strong")] == ["name"]
+        browser.save_screenshot(str(tmp_path / "question-history.png"))
+
+
+def test_a_question_left_unanswered_is_redrawn_closed(browser: Any, tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with LiveServer(scripted_app(workspace, HAND_OVER)) as server:
+        open_ui(browser, server)
+        send_message(browser, "Probe python.")
+        wait(browser, lambda d: find_all(d, ".msg.agent .question-card"), "the question")
+        find(browser, "#stop").click()
+        wait(browser, lambda d: turn_state(d) == "idle", "turn end")
+        assert "waiting for your answer" in find(browser, ".msg.agent .stopped").text
+
+        reload(browser)
+        card = wait(browser, lambda d: find(d, ".msg.agent .question-card"), "the recorded card")
+        assert QUESTION in find(card, ".question-text").text
+        assert find(card, ".question-answer").text.startswith("Not answered: the turn ended.")
+        assert not find_all(browser, ".msg.agent .answer"), "the reboot reply is not an answer"
+        browser.save_screenshot(str(tmp_path / "question-unanswered.png"))

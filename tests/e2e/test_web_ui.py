@@ -135,15 +135,20 @@ def test_chat_memory_and_artifacts_in_the_browser(browser: Any, tmp_path: Path) 
             "the progress sub-tab",
         )
 
-        # Artifacts: the shell command's long output, opened from the list.
+        # Artifacts: one card per file (name, size, first lines, Open); the shell command's
+        # long output opens from its card.
         find(browser, "#tab-artifacts").click()
-        wait(browser, lambda d: find_all(d, "#artifact-list .artifact"), "the artifact list")
-        entry = next(
-            e for e in find_all(browser, "#artifact-list .artifact") if "shell_exec" in e.text
-        )
-        entry.click()
+        cards = "#artifact-list .artifact-card"
+        wait(browser, lambda d: find_all(d, cards), "the artifact cards")
+        card = next(e for e in find_all(browser, cards) if "shell_exec" in e.text)
+        assert "shell_exec" in find(card, ".ref-title").text
+        assert find(card, ".ref-kind").text.lower() == "text"
+        assert re.fullmatch(r"[\d.]+ KB", find(card, ".ref-size").text)
+        assert find(card, ".ref-preview").text.startswith("<stdout>\nxxxx")
+        find(card, ".ref-open").click()
         wait(browser, lambda d: "x" * 200 in find(d, "#artifact-view").text, "the artifact text")
         assert "shell_exec" in find(browser, "#artifact-title").text
+        assert "shell_exec" in find(browser, f"{cards}.selected .ref-title").text
         browser.save_screenshot(str(tmp_path / "artifacts.png"))
 
         # The same artifact opens from the tool result that points to it.

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from contextengine.server.files import MEMORY_FILES
+from contextengine.server.files import MEMORY_FILES, PREVIEW_BYTES, PREVIEW_LINES
 
 from .live import post_turn
 
@@ -109,6 +109,8 @@ def test_artifacts_are_listed_and_read(client: httpx.Client, session: tuple[str,
     assert body["size"] == shell["size"]
     assert body["truncated"] is False
     assert body["binary"] is False
+    head = body["content"][:PREVIEW_BYTES].splitlines()[:PREVIEW_LINES]
+    assert shell["preview"] == "\n".join(head) and shell["preview"]
 
 
 def test_nested_and_binary_artifacts(client: httpx.Client, session: tuple[str, Path]) -> None:
@@ -117,9 +119,14 @@ def test_nested_and_binary_artifacts(client: httpx.Client, session: tuple[str, P
     nested.parent.mkdir()
     nested.write_text("<p>hi</p>")
     (folder / "artifacts" / "blob.bin").write_bytes(b"\x00\x01\x02")
+    lines = [f"line {n}" for n in range(PREVIEW_LINES * 2)]
+    (folder / "artifacts" / "long.txt").write_text("\n".join(lines))
 
-    paths = [a["path"] for a in client.get(f"/api/sessions/{sid}/artifacts").json()["artifacts"]]
-    assert {"web/page one.html", "blob.bin"} <= set(paths)
+    listing = client.get(f"/api/sessions/{sid}/artifacts").json()["artifacts"]
+    previews = {a["path"]: a["preview"] for a in listing}
+    assert previews["web/page one.html"] == "<p>hi</p>"
+    assert previews["blob.bin"] is None, "no preview of a binary file"
+    assert previews["long.txt"] == "\n".join(lines[:PREVIEW_LINES])
     page = client.get(f"/api/sessions/{sid}/artifacts/web/page%20one.html").json()
     assert page["content"] == "<p>hi</p>"
     blob = client.get(f"/api/sessions/{sid}/artifacts/blob.bin").json()

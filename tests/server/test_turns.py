@@ -49,6 +49,21 @@ def test_a_turn_streams_its_events_in_order_ending_with_done(
     assert [r["call_id"] for r in results] == [c["call_id"] for c in calls]
     assert [r["status"] for r in results] == ["success", "success"]
     assert '"_type":"compressed_ref"' in results[1]["preview"]
+    # The preview is cut; the ref's kind, title, size and path come whole, as history has them.
+    entries = client.get(f"/api/sessions/{sid}/history").json()["entries"]
+    saved = next(
+        e for e in entries if e["kind"] == "tool_result" and e["tool_name"] == "shell_exec"
+    )
+    ref = json.loads(saved["content"].split("\n", 1)[0])
+    assert ref["title"] and ref["title"] not in results[1]["preview"]
+    assert results[1]["ref"] == {
+        "kind": ref["type"],
+        "title": ref["title"],
+        "size": ref["original_length"],
+        "path": ref["path"],
+        "url": None,
+    }
+    assert results[0]["ref"] is None
     usages = [e.data for e in events if e.event == "usage"]
     assert all(u["purpose"] == "main" and u["input_tokens"] > 0 for u in usages)
     assert usages[1]["cached_tokens"] > 0

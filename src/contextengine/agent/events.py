@@ -52,8 +52,20 @@ class ToolCallEvent(_Event):
 
 
 @dataclass(frozen=True)
+class RefSummary:
+    """The compressed ref a tool result became, whole (a preview may cut it short)."""
+
+    kind: str
+    title: str
+    size: int
+    path: str | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True)
 class ToolResultEvent(_Event):
-    """A tool call finished (``preview`` is the start of what the model sees)."""
+    """A tool call finished (``preview`` is the start of what the model sees; ``ref`` the
+    compressed ref it became, if any)."""
 
     type: ClassVar[str] = "tool_result"
     call_id: str
@@ -61,6 +73,7 @@ class ToolResultEvent(_Event):
     status: str
     preview: str
     error_class: str | None = None
+    ref: RefSummary | None = None
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,17 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from contextengine.agent.events import AgentEvent, ErrorEvent, ToolCallEvent, ToolResultEvent
+from contextengine.agent.events import (
+    AgentEvent,
+    ErrorEvent,
+    RefSummary,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from contextengine.agent.hooks import Harness, HookResult
 from contextengine.agent.parts import ToolRunner
 from contextengine.agent.text_protocol import parse_text_reply
+from contextengine.compress.externalize import REF_TYPE, CompressedRef, UnrecoverableRef
 from contextengine.compress.observation import ObservationProcessor
 from contextengine.context.builder import FullObservation
 from contextengine.session.entries import (
@@ -32,6 +39,9 @@ from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.modes import MaskRules
 from contextengine.types import ModelReply, ToolCall
+
+PREVIEW_CHARS = 400  # of a result, in its live event: the event stays small
+_REF_START = f'{{"_type":"{REF_TYPE}"'
 
 
 @dataclass(frozen=True)
@@ -151,10 +161,23 @@ class ToolStep:
         )
         if processed.live != processed.history:
             live[index] = FullObservation(call.name, call.id, processed.live)
-        yield ToolResultEvent(call.id, call.name, outcome.status, processed.live[:400], error_class)
+        preview = processed.live[:PREVIEW_CHARS]
+        ref = _ref_summary(processed.live)
+        yield ToolResultEvent(call.id, call.name, outcome.status, preview, error_class, ref)
         if outcome.error is not None:
             yield ErrorEvent(error_class or outcome.error.code, outcome.error.message)
         return self.harness.after_tool(call, outcome, error_class)
+
+
+def _ref_summary(text: str) -> RefSummary | None:
+    """What the card of a result that is a compressed ref (its first line) shows."""
+    if not text.startswith(_REF_START):
+        return None
+    try:
+        ref = CompressedRef.from_json(text.split("\n", 1)[0])
+    except UnrecoverableRef:
+        return None
+    return RefSummary(ref.type, ref.title, ref.original_length, ref.path, ref.url)
 
 
 def _child_session(outcome: ToolOutcome) -> str | None:

@@ -10,7 +10,7 @@ sets); ``guard.py`` also checks Host, Origin and body size.
     GET  /api/sessions/{id}                     one session (its running turn, its question)
     PATCH /api/sessions/{id}                    {"title": str}: rename ("" = first message)
     DELETE /api/sessions/{id}                   move the session to the trash
-    GET  /api/sessions/{id}/history             its recorded entries
+    GET  /api/sessions/{id}/history             its recorded entries, its questions to the human
     POST /api/sessions/{id}/messages            {"message": str} -> SSE stream of the turn
     GET  /api/sessions/{id}/events              SSE events after Last-Event-ID
     POST /api/sessions/{id}/cancel              stop the running turn at its next step
@@ -57,6 +57,7 @@ from contextengine.server.files import (
     read_memory_file,
 )
 from contextengine.server.guard import NO_TOKEN, TOKEN_COOKIE, Guard, GuardSettings
+from contextengine.server.handover import hand_overs
 from contextengine.server.store import ProviderFactory, SessionStore
 from contextengine.session.layout import SessionLayout
 
@@ -180,8 +181,11 @@ def create_app(
 
     @app.get("/api/sessions/{session_id}/history")
     def history(session_id: str) -> dict[str, Any]:
-        entries = store.kept_in.entries(SessionLayout(store.directory(session_id)))
-        return {"entries": [e.model_dump(mode="json") for e in entries]}
+        entries = list(store.kept_in.entries(SessionLayout(store.directory(session_id))))
+        return {
+            "entries": [e.model_dump(mode="json") for e in entries],
+            "questions": [asdict(h) for h in hand_overs(entries)],
+        }
 
     @app.post("/api/sessions/{session_id}/messages")
     async def post_message(session_id: str, body: MessageIn) -> EventSourceResponse:

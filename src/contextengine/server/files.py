@@ -7,7 +7,6 @@ folder it names is ever read, and only regular files are served.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from contextengine.server.errors import ApiError
 from contextengine.tools.confine import (
     ConfinedRoot,
     PathRefused,
+    Spot,
     open_folder,
     open_regular,
     read_all,
@@ -24,6 +24,8 @@ from contextengine.tools.confine import (
 )
 
 MAX_ARTIFACT_BYTES = 1_000_000
+PREVIEW_BYTES = 2048
+PREVIEW_LINES = 8
 _MISSING = frozenset({"not_found", "is_a_directory", "not_a_directory"})
 
 
@@ -37,10 +39,12 @@ class MemoryFile:
 
 @dataclass(frozen=True)
 class ArtifactEntry:
-    """One file under ``artifacts/`` (``path`` is relative, with ``/`` separators)."""
+    """One file under ``artifacts/`` (``path`` is relative, with ``/`` separators) and its
+    first lines (``None`` when binary)."""
 
     path: str
     size: int
+    preview: str | None
 
 
 @dataclass(frozen=True)
@@ -78,14 +82,26 @@ def list_artifacts(artifacts: Path) -> list[ArtifactEntry]:
             open_folder(spot, artifacts.name) as fd,
         ):
             return [
-                ArtifactEntry(
-                    "/".join(parts), os.stat(name, dir_fd=at, follow_symlinks=False).st_size
-                )
+                entry
                 for parts, kind, at, name in tree(fd, (), lambda _: True)
-                if kind == "file"
+                if kind == "file" and (entry := _listed(Spot(at, name, parts))) is not None
             ]
     except (PathRefused, FileNotFoundError):
         return []
+
+
+def _listed(spot: Spot) -> ArtifactEntry | None:
+    """The artifact at ``spot`` with its first lines; ``None`` when it is no longer there."""
+    relative = "/".join(spot.parts)
+    try:
+        with open_regular(spot, relative) as (fd, info):
+            head = read_all(fd, PREVIEW_BYTES)
+    except (PathRefused, FileNotFoundError):
+        return None  # removed or swapped for a link since the listing
+    if b"\x00" in head:
+        return ArtifactEntry(relative, info.st_size, None)
+    lines = head.decode("utf-8", errors="replace").splitlines()[:PREVIEW_LINES]
+    return ArtifactEntry(relative, info.st_size, "\n".join(lines))
 
 
 def read_artifact(artifacts: Path, relative: str) -> ArtifactContent:

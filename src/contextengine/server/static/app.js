@@ -285,7 +285,7 @@ function onToolResult(turn, payload) {
   section.append(el('div', 'label', 'Result'));
   const ref = compressedRef(payload.preview);
   if (ref) {
-    section.append(refCard(ref));
+    section.append(refCard(ref, payload.ref));
     // A ref stands for a long result: the card says what it is; the tool summary shows it.
     block.querySelector('summary').append(refChip(ref));
   } else {
@@ -380,14 +380,21 @@ const HANDLERS = {
   done: onDone,
 };
 
-// Recorded entries of an existing session, drawn with the same blocks as live events.
-function renderHistory(entries, runningTurn) {
+// Recorded entries of an existing session, drawn with the same blocks as live events;
+// `questions` are the agent's questions to the human (by entry index), drawn as cards.
+function renderHistory(entries, runningTurn, questions = []) {
   clearChat();
+  const asked = new Map(questions.map((q) => [q.index, q]));
   let turn = null;
+  let answered = false; // the next user entry is the answer a question card shows
   const agentTurn = () => turn || (turn = newTurn());
-  for (const entry of entries) {
+  entries.forEach((entry, index) => {
     switch (entry.kind) {
       case 'user':
+        if (answered) {
+          answered = false;
+          break;
+        }
         addUser(entry.text);
         turn = null;
         break;
@@ -398,6 +405,10 @@ function renderHistory(entries, runningTurn) {
           if (entry.text) onThinking(t, { text: entry.text, reasoning: false });
           t.stream = null;
           for (const call of entry.tool_calls) toolBlock(t, call.id, call.name, call.arguments_json);
+        } else if (asked.has(index)) {
+          onThinking(t, { text: entry.text, reasoning: false });
+          addRecordedQuestion(t, asked.get(index));
+          answered = asked.get(index).answer !== null;
         } else {
           t.stream = null;
           addAnswer(t, entry.text);
@@ -430,7 +441,7 @@ function renderHistory(entries, runningTurn) {
         // Notes and reminders are harness context, not conversation.
         break;
     }
-  }
+  });
   if (!entries.length && !runningTurn) {
     showEmptyChat('No messages yet in this session. Ask the agent something.');
   }
@@ -566,7 +577,8 @@ async function openSession(id) {
   const info = await api(sessionPath('')).catch(fail);
   const data = (await api(sessionPath('/history')).catch(fail)) || { entries: [] };
   const running = info && info.turn;
-  renderHistory(running ? data.entries.slice(0, running.entry_index) : data.entries, running);
+  const entries = running ? data.entries.slice(0, running.entry_index) : data.entries;
+  renderHistory(entries, running, data.questions);
   refreshUsage();
   if (state.tab === 'memory') loadMemory();
   if (state.tab === 'artifacts') loadArtifacts();
@@ -660,19 +672,14 @@ async function loadArtifacts() {
   if (!data.artifacts.length) list.append(el('li', 'empty', 'No artifacts yet.'));
   for (const artifact of data.artifacts) {
     const item = el('li');
-    const button = el('button', 'artifact', artifact.path);
-    button.type = 'button';
-    button.dataset.path = artifact.path;
-    button.append(el('span', 'size', fmtBytes(artifact.size)));
-    button.addEventListener('click', () => showArtifact(artifact.path));
-    item.append(button);
+    item.append(artifactCard(artifact));
     list.append(item);
   }
 }
 
 async function showArtifact(path) {
-  for (const button of document.querySelectorAll('#artifact-list .artifact')) {
-    button.classList.toggle('selected', button.dataset.path === path);
+  for (const card of document.querySelectorAll('#artifact-list .artifact-card')) {
+    card.classList.toggle('selected', card.dataset.path === path);
   }
   const encoded = path.split('/').map(encodeURIComponent).join('/');
   const data = await api(sessionPath(`/artifacts/${encoded}`)).catch((error) => {

@@ -1,8 +1,8 @@
-// Cards in the chat: a compressed ref (a long result saved as an artifact) and the agent's
-// question to the human, whose answer continues the running turn. Uses app.js's helpers
-// (api, sessionPath, el, fmt, toast, state, scrollChat, openArtifactTab); loaded before
-// app.js so its event handlers exist when app.js lists them. Server text reaches the page
-// only as text nodes.
+// Cards: a compressed ref (a long result saved as an artifact), a file of the Artifacts tab,
+// and the agent's question to the human, whose answer continues the running turn. Uses
+// app.js's helpers (api, sessionPath, el, fmt, fmtBytes, toast, state, scrollChat,
+// openArtifactTab, showArtifact); loaded before app.js so its event handlers exist when
+// app.js lists them. Server text reaches the page only as text nodes.
 'use strict';
 
 const REF_PREFIX = '{"_type":"compressed_ref"';
@@ -45,37 +45,71 @@ function refChip(ref) {
   return el('span', 'badge ref', `saved: ${fmt(ref.original_length)} chars`);
 }
 
-// A card for a compressed ref: what it holds, its size, a preview, and where to open it.
-function refCard(ref) {
+// A card: a kind label, a title, a size, the first lines, then its actions and a note.
+function infoCard({ kind, title, size, preview, actions = [], note = '' }) {
   const card = el('div', 'ref-card');
   const head = el('div', 'ref-head');
-  head.append(el('span', 'ref-kind', ref.type || 'ref'));
-  head.append(el('span', 'ref-title', ref.title || ref.url || ref.query || ref.path || ''));
-  if (ref.original_length !== undefined) head.append(el('span', 'ref-size', `${fmt(ref.original_length)} chars`));
+  head.append(el('span', 'ref-kind', kind), el('span', 'ref-title', title));
+  if (size) head.append(el('span', 'ref-size', size));
   card.append(head);
-  if (ref.preview) {
-    const lines = String(ref.preview).split('\n');
+  if (preview) {
+    const lines = String(preview).split('\n');
     const shown = lines.slice(0, 12).join('\n');
     card.append(el('pre', 'ref-preview', lines.length > 12 ? `${shown}\n...` : shown));
   }
-  const actions = el('div', 'ref-actions');
-  const artifact = artifactPath(ref);
-  if (artifact) {
-    const open = el('button', 'link ref-open', `Open ${artifact}`);
-    open.type = 'button';
-    open.addEventListener('click', () => openArtifactTab(artifact));
-    actions.append(open);
+  if (actions.length) {
+    const row = el('div', 'ref-actions');
+    row.append(...actions);
+    card.append(row);
   }
-  if (typeof ref.url === 'string' && /^https?:\/\//i.test(ref.url)) {
-    const link = el('a', 'ref-url', ref.url);
-    link.href = ref.url;
+  if (note) card.append(el('div', 'ref-note', note));
+  return card;
+}
+
+function openButton(label, path, onOpen) {
+  const open = el('button', 'link ref-open', label);
+  open.type = 'button';
+  open.addEventListener('click', () => onOpen(path));
+  return open;
+}
+
+// A card for a compressed ref: what it holds, its size, a preview, and where to open it.
+// A live event carries the ref's kind, title and size whole (`summary`); its preview is cut.
+function refCard(ref, summary) {
+  const whole = summary ? { ...ref, type: summary.kind, title: summary.title, original_length: summary.size } : ref;
+  const actions = [];
+  const artifact = artifactPath(whole);
+  if (artifact) actions.push(openButton(`Open ${artifact}`, artifact, openArtifactTab));
+  if (typeof whole.url === 'string' && /^https?:\/\//i.test(whole.url)) {
+    const link = el('a', 'ref-url', whole.url);
+    link.href = whole.url;
     link.target = '_blank';
     link.rel = 'noopener noreferrer';
-    actions.append(link);
+    actions.push(link);
   }
-  if (ref.recoverable === false) actions.append(el('span', 'ref-note', 'not recoverable'));
-  if (actions.childElementCount) card.append(actions);
-  if (ref.note) card.append(el('div', 'ref-note', ref.note));
+  if (whole.recoverable === false) actions.push(el('span', 'ref-note', 'not recoverable'));
+  return infoCard({
+    kind: whole.type || 'ref',
+    title: whole.title || whole.url || whole.query || whole.path || '',
+    size: whole.original_length === undefined ? '' : `${fmt(whole.original_length)} chars`,
+    preview: whole.preview,
+    actions,
+    note: whole.note,
+  });
+}
+
+// A card for a file under the session's artifacts/ (the Artifacts tab).
+function artifactCard(artifact) {
+  const binary = artifact.preview === null;
+  const card = infoCard({
+    kind: binary ? 'binary' : 'text',
+    title: artifact.path,
+    size: fmtBytes(artifact.size),
+    preview: binary ? '' : artifact.preview || '(empty)',
+    actions: [openButton('Open', artifact.path, showArtifact)],
+  });
+  card.classList.add('artifact-card');
+  card.dataset.path = artifact.path;
   return card;
 }
 
@@ -85,8 +119,26 @@ function refCard(ref) {
 function onQuestion(turn, payload) {
   turn.stream = null;
   turn.lastStep = null;
+  const card = questionCard(payload.question);
+  turn.question = card;
+  turn.node.append(card);
+  scrollChat();
+  if (state.running) card.querySelector('.question-input').focus();
+}
+
+// A question asked in the recorded history: its card, closed with the answer if any.
+function addRecordedQuestion(turn, asked) {
+  turn.stream = null;
+  turn.lastStep = null;
+  const card = questionCard(asked.question);
+  const ended = 'Not answered: the turn ended. Send your answer as a message to go on.';
+  closeQuestion(card, asked.answer === null ? ended : `You answered: ${asked.answer}`);
+  turn.node.append(card);
+}
+
+function questionCard(question) {
   const card = el('div', 'question-card');
-  card.append(el('div', 'question-label', 'The agent asks you'), el('div', 'question-text', payload.question));
+  card.append(el('div', 'question-label', 'The agent asks you'), el('div', 'question-text', question));
   const form = el('form', 'question-form');
   const input = el('textarea', 'question-input');
   input.rows = 2;
@@ -105,10 +157,7 @@ function onQuestion(turn, payload) {
     }
   });
   card.append(form);
-  turn.question = card;
-  turn.node.append(card);
-  scrollChat();
-  if (state.running) input.focus();
+  return card;
 }
 
 async function answerQuestion(card, text) {
