@@ -165,11 +165,26 @@ class SessionLog:
 
     @classmethod
     def open(cls, path: Path) -> tuple[SessionLog, LoadReport]:
-        """Load an existing log exactly; a torn last line is reported and moved aside."""
+        """Load an existing log exactly; a torn last line is reported and moved aside.
+
+        It reads under the appenders' lock, so a line another process is writing is never
+        mistaken for a torn one, and the log knows exactly how much of the file it has read.
+        """
         try:
-            data = path.read_bytes()
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
         except FileNotFoundError:
             raise SessionLogError(f"{path}: no session log here") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            header, records, report = cls._read(path, path.read_bytes())
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)  # closing drops the lock
+        return cls(path, header, records, size=size), report
+
+    @staticmethod
+    def _read(path: Path, data: bytes) -> tuple[SessionHeader, list[LogRecord], LoadReport]:
+        """The header and records of a log's ``data``, a torn last line moved aside."""
         lines = data.split(b"\n")
         # A complete log ends with "\n", so the last piece is empty; anything there is
         # a last line whose newline never reached the disk.
@@ -195,7 +210,7 @@ class SessionLog:
         else:
             if tail:
                 _append_bytes(path, b"\n")
-        return cls(path, header, records, size=path.stat().st_size), report
+        return header, records, report
 
     def append(self, record: LogRecord, before_write: Callable[[], None] | None = None) -> bool:
         """Write one record and fsync it before returning; ``False`` when the log already
