@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from contextengine.canonical import canonical_json
 from contextengine.context.monitor import common_prefix_chars
 from contextengine.context.request import Request
 from contextengine.context.tokens import estimate_tokens
-from contextengine.errors import ProviderError, ScriptExhaustedError
+from contextengine.errors import ConfigError, ProviderError, ScriptExhaustedError
 from contextengine.providers.base import StreamingProvider
 from contextengine.types import ModelReply, ReplyDone, ReplyEvent, TextDelta, ToolCall, Usage
 
@@ -102,3 +103,24 @@ def _to_reply(response: ScriptedResponse, number: int, usage: Usage) -> ModelRep
         usage=usage,
         finish_reason="tool_calls" if calls else "stop",
     )
+
+
+def scripted_from_file(path: Path) -> ScriptedProvider:
+    """The provider ``scripted:FILE`` names: a JSON list of responses, replayed every turn.
+
+    The reply is chosen by the request alone (response ``n mod len`` after ``n`` assistant
+    messages), so any process, a worker continuing another's turn too, answers the same.
+    """
+    try:
+        responses = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"scripted provider {path}: cannot read a JSON list ({exc})") from None
+    if not isinstance(responses, list) or not responses:
+        raise ConfigError(f"scripted provider {path}: expected a non-empty JSON list of replies")
+
+    def reply(request: Request) -> ScriptedResponse:
+        said = sum(1 for m in request.messages if m.get("role") == "assistant")
+        response: ScriptedResponse = responses[said % len(responses)]
+        return response
+
+    return ScriptedProvider(reply, model=f"scripted:{path.name}")
