@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,13 @@ TURN_SCRIPT: list[dict[str, Any]] = [
     {"content": "Let me look around.", "tool_calls": [{"name": "file_ls", "arguments": {}}]},
     {"content": "Done: the workspace is listed and nothing else was needed."},
 ]
+
+
+def sleeping_script(seconds: float) -> list[dict[str, Any]]:
+    """Every turn: a tool call that sleeps ``seconds`` (a kill can land in it), then answer."""
+    command = f"sleep {seconds}"
+    call = {"name": "shell_exec", "arguments": {"command": command}}
+    return [{"content": f"Running {command}.", "tool_calls": [call]}, TURN_SCRIPT[-1]]
 
 
 def _env() -> dict[str, str]:
@@ -97,17 +105,23 @@ class Cluster:
         self.processes.append(started)
         return started
 
-    def worker(self, name: str, concurrency: int = 4, redelivery_s: float = 3.0) -> Process:
-        """A worker answering every turn with ``TURN_SCRIPT``, ready to take turns."""
-        script = self.folder / "script.json"
-        script.write_text(json.dumps(TURN_SCRIPT))
+    def worker(
+        self,
+        name: str,
+        concurrency: int = 4,
+        redelivery_s: float = 3.0,
+        script: list[dict[str, Any]] = TURN_SCRIPT,
+    ) -> Process:
+        """A worker answering every turn with ``script``, ready to take turns."""
+        script_file = self.folder / f"{name}-script.json"
+        script_file.write_text(json.dumps(script))
         config = self.folder / f"{name}.toml"
         config.write_text(f"worker_redelivery_s = {redelivery_s}\n")
         started = self._start(
             name,
             "worker",
             "--provider",
-            f"scripted:{script}",
+            f"scripted:{script_file}",
             "--concurrency",
             str(concurrency),
             "--config",
@@ -146,10 +160,20 @@ class Replica:
         )
 
 
-def post_turn(client: httpx.Client, session_id: str, message: str) -> list[Sse]:
-    """Send a message and read the turn's SSE stream to its end."""
+def post_turn(
+    client: httpx.Client,
+    session_id: str,
+    message: str,
+    on_line: Callable[[str], None] = lambda line: None,
+) -> list[Sse]:
+    """Send a message and read the turn's SSE stream to its end (each line to ``on_line``
+    as it arrives)."""
     with client.stream(
         "POST", f"/api/sessions/{session_id}/messages", json={"message": message}
     ) as response:
         assert response.status_code == 200, response.read()
-        return parse_sse(response.iter_lines())
+        lines = []
+        for line in response.iter_lines():
+            on_line(line)
+            lines.append(line)
+        return parse_sse(lines)

@@ -105,22 +105,27 @@ def _to_reply(response: ScriptedResponse, number: int, usage: Usage) -> ModelRep
     )
 
 
-def scripted_from_file(path: Path) -> ScriptedProvider:
-    """The provider ``scripted:FILE`` names: a JSON list of responses, replayed every turn.
+class ReplayedScript(ScriptedProvider):
+    """Replies chosen by the request alone: response ``n mod len`` after ``n`` assistant
+    messages (numbered ``n``, so call ids stay unique in the session). Any process, a worker
+    continuing another's turn too, answers the same request the same way."""
 
-    The reply is chosen by the request alone (response ``n mod len`` after ``n`` assistant
-    messages), so any process, a worker continuing another's turn too, answers the same.
-    """
+    def __init__(self, responses: Sequence[ScriptedResponse], model: str) -> None:
+        super().__init__(responses, model)
+        self._replies = responses
+
+    def _response(self, request: Request) -> ScriptedResponse:
+        said = sum(1 for m in request.messages if m.get("role") == "assistant")
+        self._next = said + 1
+        return self._replies[said % len(self._replies)]
+
+
+def scripted_from_file(path: Path) -> ScriptedProvider:
+    """The provider ``scripted:FILE`` names: a JSON list of replies, replayed every turn."""
     try:
         responses = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"scripted provider {path}: cannot read a JSON list ({exc})") from None
     if not isinstance(responses, list) or not responses:
         raise ConfigError(f"scripted provider {path}: expected a non-empty JSON list of replies")
-
-    def reply(request: Request) -> ScriptedResponse:
-        said = sum(1 for m in request.messages if m.get("role") == "assistant")
-        response: ScriptedResponse = responses[said % len(responses)]
-        return response
-
-    return ScriptedProvider(reply, model=f"scripted:{path.name}")
+    return ReplayedScript(responses, model=f"scripted:{path.name}")
