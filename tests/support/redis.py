@@ -20,6 +20,10 @@ class Redis:
     folder: Path
     process: subprocess.Popen[bytes]
 
+    def database(self, number: int) -> str:
+        """The URL of database ``number`` (tests that share the server keep apart this way)."""
+        return self.url.rsplit("/", 1)[0] + f"/{number}"
+
     def stop(self) -> None:
         """Stop the server and remove its folder."""
         self.process.terminate()

@@ -25,7 +25,7 @@ TURNS = 2
 @pytest.fixture
 def cluster(postgres: Postgres, redis: Redis, tmp_path: Path) -> Iterator[Cluster]:
     """An empty database, the broker, and nothing started yet."""
-    started = Cluster(tmp_path, postgres.new_database("workers_killed"), redis.url)
+    started = Cluster(tmp_path, postgres.new_database("workers_killed"), redis.database(3))
     try:
         yield started
     finally:

@@ -17,7 +17,7 @@ from .cluster import TURN_SCRIPT, Cluster, post_turn
 def cluster(postgres: Postgres, redis: Redis, tmp_path: Path) -> Iterator[Cluster]:
     """An empty database, the broker, and nothing started yet."""
     store = postgres.new_database(f"workers_{tmp_path.name[-40:]}".replace("-", "_").lower())
-    started = Cluster(tmp_path, store, redis.url)
+    started = Cluster(tmp_path, store, redis.database(2))
     try:
         yield started
     finally:
