@@ -85,11 +85,12 @@ def main() -> None:
     steps: dict[tuple[str, int], list[float]] = {key: [] for key in rates}
     try:
         for r in range(args.rounds):
-            for kind, (script, sleep) in kinds.items():
+            for k, (kind, (script, sleep)) in enumerate(kinds.items()):
                 for workers in (1, 2) if r % 2 == 0 else (2, 1):
                     folder = base / f"r{r}_{kind}_w{workers}"
                     folder.mkdir()
-                    broker = redis.database(len(rates[kind, workers]) * 4 + workers)
+                    # its own Redis database: nothing left from another run
+                    broker = redis.database((r * 4 + k * 2 + workers) % 16)
                     rate, turns = _measure(workers, args.sessions, script, postgres, broker, folder)
                     rates[kind, workers].append(rate)
                     steps[kind, workers] += [(t - sleep) / STEPS_PER_TURN * 1000 for t in turns]
