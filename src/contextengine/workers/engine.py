@@ -8,7 +8,7 @@ Workers take one message at a time per thread (no prefetch hoarding behind a slo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from contextengine.config import Config
 from contextengine.errors import ConfigError
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 TASK_NAME = "contextengine.run_turn"
 QUEUE = "contextengine-turns"
+STORE_RETRY_S = 5.0
 
 
 def celery_app(config: Config) -> Celery:
@@ -61,9 +62,14 @@ def run_worker(config: Config, provider_for: ProviderFor, concurrency: int) -> N
     """Run a worker until it is stopped: ``concurrency`` threads, each running one turn."""
     app = celery_app(config)
 
-    @app.task(name=TASK_NAME)
-    def turn(turn_id: int) -> str:
-        return run_turn(turn_id, config, provider_for)
+    @app.task(name=TASK_NAME, bind=True)
+    def turn(task: Any, turn_id: int) -> str:
+        try:
+            return run_turn(turn_id, config, provider_for)
+        except Exception as exc:
+            # A turn's own failures end as a recorded `turn_failed`; what escapes is the store
+            # being away: try again later rather than leave the turn open for good.
+            raise task.retry(exc=exc, countdown=STORE_RETRY_S, max_retries=None) from None
 
     app.worker_main(
         [
