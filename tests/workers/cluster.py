@@ -32,7 +32,7 @@ def sleeping_script(seconds: float) -> list[dict[str, Any]]:
     """Every turn: a tool call that sleeps ``seconds`` (a kill can land in it), then answer."""
     command = f"sleep {seconds}"
     call = {"name": "shell_exec", "arguments": {"command": command}}
-    return [{"content": f"Running {command}.", "tool_calls": [call]}, TURN_SCRIPT[-1]]
+    return [{"content": "Running the command.", "tool_calls": [call]}, TURN_SCRIPT[-1]]
 
 
 def _env() -> dict[str, str]:

@@ -41,8 +41,14 @@ DOOMED_COMMAND = f"sleep {DOOMED_SLEEP_S}"
 def _drive(replica: Replica, session: str, in_doomed_tool: threading.Event) -> list[list[Sse]]:
     """The session's turns, one after the other; each turn's SSE stream."""
 
+    last_event = ""
+
     def watch(line: str) -> None:
-        if line.startswith("data:") and DOOMED_COMMAND in line:
+        # The tool_call event is sent once the call is recorded, right before it runs.
+        nonlocal last_event
+        if line.startswith("event:"):
+            last_event = line.removeprefix("event:").strip()
+        elif last_event == "tool_call" and line.startswith("data:") and DOOMED_COMMAND in line:
             in_doomed_tool.set()
 
     with replica.client() as client:
