@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from support.postgres import Postgres, start_postgres
+from support.redis import Redis, start_redis
 
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -23,6 +24,16 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def postgres() -> Iterator[Postgres]:
     """A throwaway PostgreSQL server for the whole run; it failing to start fails the tests."""
     server = start_postgres(Path(tempfile.mkdtemp(prefix="contextengine-pg-")))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis() -> Iterator[Redis]:
+    """A throwaway Redis server (the workers' broker) for the whole run; it must start."""
+    server = start_redis(Path(tempfile.mkdtemp(prefix="contextengine-redis-")))
     try:
         yield server
     finally:

@@ -40,6 +40,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "compress memory providers",
         "agent integrations",
         "measure",
+        "workers",
         "server demo cli_printer",
         "proxy",
         "cli",

@@ -25,7 +25,7 @@ from contextengine.measure.profile_command import profile_command
 from contextengine.providers.base import Provider
 from contextengine.providers.factory import PROVIDER_NAMES
 from contextengine.proxy.command import proxy_command
-from contextengine.session.meta import ProviderChoice, read_meta
+from contextengine.session.meta import ProviderChoice, SessionMeta, read_meta
 from contextengine.session.store.choice import open_store
 from contextengine.tools.modes import MODE_NAMES
 from contextengine.types import ReasoningEffort
@@ -64,7 +64,10 @@ def _options(
     """Context engineering engine and agent harness."""
 
 
-PROVIDER_HELP = "Provider: " + ", ".join(PROVIDER_NAMES) + " (local: --model is a GGUF path)."
+PROVIDER_HELP = (
+    "Provider: " + ", ".join(PROVIDER_NAMES) + " (local: --model is a GGUF path), or"
+    " scripted:FILE (a JSON list of replies, for tests and demos)."
+)
 
 ProviderOption = Annotated[str, typer.Option("--provider", "-p", help=PROVIDER_HELP)]
 ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model name.")]
@@ -102,6 +105,13 @@ StoreOption = Annotated[
     typer.Option(
         "--store",
         help="Where sessions are kept: a folder, file://PATH or postgresql://... (setting store).",
+    ),
+]
+BrokerOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Celery broker redis://HOST:PORT/DB: turns run on `contextengine worker`s "
+        "(setting broker; needs a postgresql:// store)."
     ),
 ]
 ConfigOption = Annotated[
@@ -249,6 +259,7 @@ def serve(
     retries: RetriesOption = None,
     api_key: ApiKeyOption = None,
     store: StoreOption = None,
+    broker: BrokerOption = None,
 ) -> None:
     """Serve the HTTP API (SSE events) and the web UI for sessions in a workspace."""
     try:
@@ -259,7 +270,7 @@ def serve(
             "the server needs its extra: pip install 'contextengine[server]'"
         ) from exc
 
-    settings = _settings(config, timeout, retries, api_key=api_key, store=store)
+    settings = _settings(config, timeout, retries, api_key=api_key, store=store, broker=broker)
     _provider(provider, model, base_url, settings)  # a bad name, model or key fails now
     open_store(settings).check()  # and so does a store that cannot be reached
     application = create_app(
@@ -270,6 +281,40 @@ def serve(
         hosts=[host, *(allow_host or [])],
     )
     run_server(application, host, port, workspace.resolve())
+
+
+@app.command()
+def worker(
+    store: StoreOption = None,
+    broker: BrokerOption = None,
+    provider: ProviderOption = "openai",
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    concurrency: Annotated[int, typer.Option(help="Turns run at once.", min=1)] = 4,
+    config: ConfigOption = None,
+    timeout: TimeoutOption = None,
+    retries: RetriesOption = None,
+    api_key: ApiKeyOption = None,
+) -> None:
+    """Run turns that `serve --broker` replicas queue (needs a postgresql:// store).
+
+    A session's turn uses the provider its session.json records; --provider, --model and
+    --base-url are for sessions that record none (those the server made).
+    """
+    from contextengine.workers.engine import run_worker
+    from contextengine.workers.turns import shared_store
+
+    settings = _settings(config, timeout, retries, api_key=api_key, store=store, broker=broker)
+    shared_store(settings).check()  # a store that is not PostgreSQL or cannot be reached fails now
+    _provider(provider, model, base_url, settings)
+
+    def provider_for(meta: SessionMeta) -> Provider:
+        recorded = meta.provider
+        if recorded.name is None:
+            return _provider(provider, model, base_url, settings)
+        return _provider(recorded.name, recorded.model or None, recorded.base_url, settings)
+
+    run_worker(settings, provider_for, concurrency)
 
 
 app.command("replay")(replay_command)
@@ -298,8 +343,11 @@ def _provider(name: str, model: str | None, base_url: str | None, settings: Conf
     """The provider ``name`` with the settings' timeout, retries, context window,
     generation and cache settings."""
     from contextengine.providers.factory import make_provider
+    from contextengine.providers.scripted import scripted_from_file
     from contextengine.providers.wire import Generation
 
+    if name.startswith("scripted:"):
+        return scripted_from_file(Path(name.removeprefix("scripted:")))
     return make_provider(
         name,
         model,

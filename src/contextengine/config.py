@@ -269,6 +269,19 @@ class Config(BaseSettings):
         "folder at the end of every turn that changed them (needs git).",
     )
 
+    # Turns on workers (#15): the broker that hands turns from server replicas to workers.
+    broker: str | None = Field(
+        None,
+        description="The Celery broker (redis://HOST:PORT/DB) that hands turns to "
+        "`contextengine worker`s; with a postgresql:// store, `serve` then runs no turn itself.",
+    )
+    worker_redelivery_s: float = Field(
+        3600.0,
+        gt=0,
+        description="A turn whose worker went silent (killed) is handed to another worker "
+        "after this long (the broker's visibility timeout; keep it above the longest turn).",
+    )
+
     @field_validator("mode", mode="before")
     @classmethod
     def _mode_upper(cls, value: Any) -> Any:

@@ -234,24 +234,37 @@ class Agent:
         async for event in in_thread(lambda: self.stream(message, cancel), "contextengine-agent"):
             yield event
 
-    def stream(self, message: str, cancel: threading.Event | None = None) -> Iterator[AgentEvent]:
+    def stream(
+        self,
+        message: str,
+        cancel: threading.Event | None = None,
+        *,
+        recorded_at: int | None = None,
+    ) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``.
 
         Setting ``cancel`` stops the turn before its next step (a batch of tool calls
         always runs to its end): it ends with ``Done`` and status ``cancelled``.
+        ``recorded_at``: the turn's user entry is already recorded at this index (a turn
+        a dead worker began): continue it from the record instead of appending it again.
         """
-        for event in self._turn(message, cancel):
+        for event in self._turn(message, cancel, recorded_at):
             self._stats.observe(event)
             yield event
 
-    def _turn(self, message: str, cancel: threading.Event | None) -> Iterator[AgentEvent]:
+    def _turn(
+        self, message: str, cancel: threading.Event | None, recorded_at: int | None
+    ) -> Iterator[AgentEvent]:
         close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
         message = valid_text(message)
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
-        incoming = self.gauge.scaled(count_tokens(text))
-        if self.compactor.needed(self.gauge.last_input_tokens + incoming):
-            yield from self._compact(LiveContext(tail=self._tail()), incoming)
-        round_start = self.session.append(UserEntry(text=text)).index
+        if recorded_at is None:
+            incoming = self.gauge.scaled(count_tokens(text))
+            if self.compactor.needed(self.gauge.last_input_tokens + incoming):
+                yield from self._compact(LiveContext(tail=self._tail()), incoming)
+            round_start = self.session.append(UserEntry(text=text)).index
+        else:
+            round_start = recorded_at
         yield from self._apply(self.harness.start_turn(text))
         live: dict[int, FullObservation] = {}
         retried_answer = False

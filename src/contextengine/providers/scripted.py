@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from contextengine.canonical import canonical_json
 from contextengine.context.monitor import common_prefix_chars
 from contextengine.context.request import Request
 from contextengine.context.tokens import estimate_tokens
-from contextengine.errors import ProviderError, ScriptExhaustedError
+from contextengine.errors import ConfigError, ProviderError, ScriptExhaustedError
 from contextengine.providers.base import StreamingProvider
 from contextengine.types import ModelReply, ReplyDone, ReplyEvent, TextDelta, ToolCall, Usage
 
@@ -102,3 +103,29 @@ def _to_reply(response: ScriptedResponse, number: int, usage: Usage) -> ModelRep
         usage=usage,
         finish_reason="tool_calls" if calls else "stop",
     )
+
+
+class ReplayedScript(ScriptedProvider):
+    """Replies chosen by the request alone: response ``n mod len`` after ``n`` assistant
+    messages (numbered ``n``, so call ids stay unique in the session). Any process, a worker
+    continuing another's turn too, answers the same request the same way."""
+
+    def __init__(self, responses: Sequence[ScriptedResponse], model: str) -> None:
+        super().__init__(responses, model)
+        self._replies = responses
+
+    def _response(self, request: Request) -> ScriptedResponse:
+        said = sum(1 for m in request.messages if m.get("role") == "assistant")
+        self._next = said + 1
+        return self._replies[said % len(self._replies)]
+
+
+def scripted_from_file(path: Path) -> ScriptedProvider:
+    """The provider ``scripted:FILE`` names: a JSON list of replies, replayed every turn."""
+    try:
+        responses = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"scripted provider {path}: cannot read a JSON list ({exc})") from None
+    if not isinstance(responses, list) or not responses:
+        raise ConfigError(f"scripted provider {path}: expected a non-empty JSON list of replies")
+    return ReplayedScript(responses, model=f"scripted:{path.name}")

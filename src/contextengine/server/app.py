@@ -45,7 +45,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from contextengine.agent.usage_log import parse_usage
 from contextengine.config import Config
-from contextengine.errors import ConfigError
+from contextengine.errors import ConfigError, ContextEngineError
 from contextengine.measure.inspector import CallView, first_difference, inspect_session, timeline
 from contextengine.measure.report import usage_report
 from contextengine.server.channel import SessionChannel, Subscription
@@ -60,6 +60,7 @@ from contextengine.server.guard import NO_TOKEN, TOKEN_COOKIE, Guard, GuardSetti
 from contextengine.server.handover import hand_overs
 from contextengine.server.store import ProviderFactory, SessionStore
 from contextengine.session.layout import SessionLayout
+from contextengine.workers.replica import Follow, TurnDispatcher
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -117,15 +118,21 @@ def create_app(
     """
     settings = config or Config.load()
     store = SessionStore(workspace, provider_factory, settings)
+    # With a broker, turns run on workers and this replica only queues and streams them.
+    dispatcher = TurnDispatcher(settings) if settings.broker else None
     api_token = token or settings.server_token or secrets.token_urlsafe(24)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         sweeper = asyncio.create_task(_evict_idle(store))
+        if dispatcher is not None:
+            dispatcher.start(asyncio.get_running_loop())
         try:
             yield
         finally:
             sweeper.cancel()
+            if dispatcher is not None:
+                dispatcher.stop()
 
     app = FastAPI(title="contextengine", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.store = store
@@ -189,6 +196,8 @@ def create_app(
 
     @app.post("/api/sessions/{session_id}/messages")
     async def post_message(session_id: str, body: MessageIn) -> EventSourceResponse:
+        if dispatcher is not None:
+            return await _queue_turn(dispatcher, store, session_id, body.message)
         channel = await run_in_threadpool(store.channel, session_id)
         channel.check_free()
         agent = await run_in_threadpool(store.agent, session_id)
@@ -200,6 +209,8 @@ def create_app(
         session_id: str, request: Request, last_event_id: int = 0
     ) -> EventSourceResponse | Response:
         after = _last_event_id(request.headers.get("last-event-id"), last_event_id)
+        if dispatcher is not None:
+            return await _follow_turns(dispatcher, store, session_id, after)
         channel = await run_in_threadpool(store.channel, session_id)
         subscription = await channel.subscribe(after)
         if subscription.empty:
@@ -278,6 +289,45 @@ def create_app(
         }
 
     return app
+
+
+async def _queue_turn(
+    dispatcher: TurnDispatcher, store: SessionStore, session_id: str, message: str
+) -> EventSourceResponse:
+    """Queue the turn for a worker; stream its events from the store."""
+    await run_in_threadpool(store.directory, session_id)  # a 404 for an unknown session
+    try:
+        follow = await run_in_threadpool(dispatcher.accept, session_id, message)
+    except ContextEngineError as exc:
+        raise ApiError(503, str(exc)) from None
+    if follow is None:
+        raise ApiError(
+            409,
+            f"session {session_id!r} is already running a turn; "
+            "wait for its 'done' event before sending another message",
+        )
+    return EventSourceResponse(_worker_sse(dispatcher, session_id, follow))
+
+
+async def _follow_turns(
+    dispatcher: TurnDispatcher, store: SessionStore, session_id: str, after: int
+) -> EventSourceResponse | Response:
+    """The events after ``after`` that workers recorded, and the open turn's to its end."""
+    await run_in_threadpool(store.directory, session_id)
+    try:
+        follow = await run_in_threadpool(dispatcher.follow, session_id, after)
+    except ContextEngineError as exc:
+        raise ApiError(400, str(exc)) from None
+    if not await run_in_threadpool(dispatcher.has_more, session_id, follow):
+        return Response(status_code=204)
+    return EventSourceResponse(_worker_sse(dispatcher, session_id, follow))
+
+
+async def _worker_sse(
+    dispatcher: TurnDispatcher, session_id: str, follow: Follow
+) -> AsyncIterator[ServerSentEvent]:
+    async for event in dispatcher.events(session_id, follow):
+        yield ServerSentEvent(data=event.data, event=event.event, id=str(event.id))
 
 
 def _around(text: str, at: int | None) -> str | None:

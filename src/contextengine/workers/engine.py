@@ -1,0 +1,84 @@
+"""Celery with Redis as the broker: the queue between server replicas and turn workers.
+
+``acks_late`` with ``task_reject_on_worker_lost``: a turn's message is acknowledged only
+when the turn ended, so a worker killed mid-turn leaves it unacknowledged and the broker
+hands it to another worker after ``worker_redelivery_s`` (Redis' visibility timeout).
+Workers take one message at a time per thread (no prefetch hoarding behind a slow turn).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from contextengine.config import Config
+from contextengine.errors import ConfigError
+from contextengine.workers.turns import ProviderFor, run_turn
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+TASK_NAME = "contextengine.run_turn"
+QUEUE = "contextengine-turns"
+STORE_RETRY_S = 5.0
+
+
+def celery_app(config: Config) -> Celery:
+    """The Celery app on the configured broker."""
+    if not config.broker:
+        raise ConfigError("turns on workers need a broker: --broker redis://HOST:PORT/0")
+    try:
+        from celery import Celery
+    except ImportError:
+        raise ConfigError(
+            "turns on workers need Celery: pip install 'contextengine[workers]'"
+        ) from None
+    app = Celery("contextengine", broker=config.broker)
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_default_queue=QUEUE,
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={
+            "visibility_timeout": config.worker_redelivery_s,
+            # how often a worker looks for turns whose worker died
+            "unacked_restore_interval": min(10.0, config.worker_redelivery_s),
+            "unacked_restore_throttle": 1,
+        },
+        worker_hijack_root_logger=False,
+    )
+    return app
+
+
+def enqueue(app: Celery, turn_id: int) -> None:
+    """Hand turn ``turn_id`` to the workers."""
+    app.send_task(TASK_NAME, args=[turn_id], queue=QUEUE)
+
+
+def run_worker(config: Config, provider_for: ProviderFor, concurrency: int) -> None:
+    """Run a worker until it is stopped: ``concurrency`` threads, each running one turn."""
+    app = celery_app(config)
+
+    @app.task(name=TASK_NAME, bind=True)
+    def turn(task: Any, turn_id: int) -> str:
+        try:
+            return run_turn(turn_id, config, provider_for)
+        except Exception as exc:
+            # A turn's own failures end as a recorded `turn_failed`; what escapes is the store
+            # being away: try again later rather than leave the turn open for good.
+            raise task.retry(exc=exc, countdown=STORE_RETRY_S, max_retries=None) from None
+
+    app.worker_main(
+        [
+            "worker",
+            "--pool=threads",
+            f"--concurrency={concurrency}",
+            f"--queues={QUEUE}",
+            "--loglevel=INFO",
+            "--without-gossip",
+            "--without-mingle",
+        ]
+    )

@@ -1,0 +1,49 @@
+"""Turns on workers end to end: a replica queues, a worker runs, the replica streams."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from support.postgres import Postgres
+from support.redis import Redis
+
+from .cluster import TURN_SCRIPT, Cluster, post_turn
+
+
+@pytest.fixture
+def cluster(postgres: Postgres, redis: Redis, tmp_path: Path) -> Iterator[Cluster]:
+    """An empty database, the broker, and nothing started yet."""
+    store = postgres.new_database(f"workers_{tmp_path.name[-40:]}".replace("-", "_").lower())
+    started = Cluster(tmp_path, store, redis.database(2))
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def test_a_worker_runs_the_turns_a_replica_queues_and_the_replica_streams_them(
+    cluster: Cluster,
+) -> None:
+    cluster.worker("worker-1")
+    replica = cluster.replica("replica-1")
+    with replica.client() as client:
+        sessions = [client.post("/api/sessions").json()["id"] for _ in range(3)]
+        for turn in range(2):
+            for session in sessions:
+                events = post_turn(client, session, f"turn {turn} of {session}")
+                names = [e.event for e in events]
+                assert "tool_call" in names and "tool_result" in names, names
+                assert names[-1] == "done"
+                assert events[-1].data["result"]["status"] == "completed"
+                assert events[-1].data["result"]["final_answer"] == TURN_SCRIPT[-1]["content"]
+                ids = [e.id for e in events]
+                assert ids == sorted(ids) and len(set(ids)) == len(ids)
+        for session in sessions:
+            entries = client.get(f"/api/sessions/{session}/history").json()["entries"]
+            kinds = [e["kind"] for e in entries]
+            assert kinds.count("user") == 2
+            replay = client.get(f"/api/sessions/{session}/events").text
+            assert replay.count("event: done") == 2
