@@ -18,9 +18,9 @@ step; a batch that needs long to pay back is a bet on its length), and prunes wh
 batch pays back its rewrite within that horizon. Because the run may end right after
 any prune, a batch is also a bet the policy must afford: its extra may not exceed what
 the engine has saved so far against the full history (earlier prunes net of their
-extras, outputs shown as compressed refs), plus ``prune_risk_share`` of what reading the
-history has cost so far; so a run never ends much worse than with no
-pruning at all, whenever it ends. Results and replies of any size join a
+extras, outputs shown as compressed refs), plus ``prune_risk_share`` of what the
+history has cost so far (each token written once, then read at every step); so a run never
+ends much worse than with no pruning at all, whenever it ends. Results and replies of any size join a
 batch once it is worth making (``prune_min_tokens`` only skips those whose stub would save
 next to nothing): the rewrite is paid anyway, and everything pruned with it raises the
 saving. It chooses where the batch starts (the oldest candidate, or a later one) for the

@@ -229,6 +229,7 @@ class RuleState:
             if self.first_user_text is None:
                 self.first_user_text = entry.text
             self.two_action_given = False
+            self.plan_just_written = False  # the user spoke last
         elif isinstance(entry, AssistantEntry):
             self.iterations += 1
             self.awaiting_reboot = False
