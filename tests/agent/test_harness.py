@@ -238,6 +238,8 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     # requests 1, 3 and 4 are answered with shell_exec: each ends with the plan's status,
     # in full every fifth iteration, else its focus
     assert tails[1].endswith("No plan yet.")
+    assert "\nMemory files: .contextengine/sessions/" in tails[0], "named at the turn's start"
+    assert all("Memory files" not in t for t in tails[1:])
     assert tails[3] == "Focus: step 2 Run", "the model's own todo_write is in view"
     assert tails[4] == "Task status unchanged. Focus: step 2 Run"
     assert tails[6] == "Focus: step 3 Write"

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from contextengine.memory.status import MEMORY_NAMES
 from contextengine.session.entries import (
     AssistantEntry,
     ErrorEntry,
@@ -103,7 +104,7 @@ def plan_reminder_text(reason: RecitationReason, plan_text: str, where: str) -> 
         "high-risk tool": "Plan recitation (high-risk action): check that it fits the plan.",
         "periodic": "Plan recitation (periodic): check that your work still follows the plan.",
     }[reason]
-    files = f"Memory files: {where}/ task_plan.md, findings.md, progress.md."
+    files = f"Memory files: {where}/ {MEMORY_NAMES}"
     return f"{intro}\n{files}\n{_PLAN_OPEN}\n{plan_text.rstrip()}\n{_PLAN_CLOSE}"
 
 

@@ -16,6 +16,7 @@ OBJECTIVE_CHARS = 120
 HEADING = "## Task status"
 UNCHANGED = "Task status unchanged."
 NO_PLAN = "No plan yet."
+MEMORY_NAMES = "task_plan.md, findings.md, progress.md."
 FULL_EVERY = 5  # iterations between full recitals of an unchanged status (R8.2)
 _REMINDER_BLOCK = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
@@ -90,14 +91,17 @@ class TailRecital:
         errors: Sequence[object] = (),
         *,
         just_written: bool = False,
+        where: str | None = None,
     ) -> str | None:
         """The full status when it is due at ``iteration`` (model calls so far), else
         ``None``. It is due when it changed, at a turn's first request and, while there is
         a plan, every ``FULL_EVERY`` iterations (R8.2); it lists ``errors``, the unresolved
         recent ones (a new error alone is no change: history holds it verbatim).
         ``just_written``: the model's own plan call, the message before, changed the plan:
-        the steps are in view, so the change counts as recited."""
+        the steps are in view, so the change counts as recited. ``where``: the folder of
+        the memory files, named at a turn's first request."""
         full = task_status(plan, first_user_text)
+        memory = f"\nMemory files: {where}/ {MEMORY_NAMES}" if where and self._full is None else ""
         periodic = bool(plan.steps) and iteration - self._full_at >= FULL_EVERY
         due = iteration == self._full_at or periodic
         if just_written and full != self._full:
@@ -105,7 +109,7 @@ class TailRecital:
             return None
         if full != self._full or due:
             self._full, self._full_at = full, iteration
-            return full + errors_block(errors)
+            return full + errors_block(errors) + memory
         return None
 
     def tail(
@@ -116,11 +120,14 @@ class TailRecital:
         errors: Sequence[object] = (),
         *,
         just_written: bool = False,
+        where: str | None = None,
     ) -> str:
         """The tail of the request made at ``iteration``: the full status when it is due
         (``recital``), else one line: the focus (after the model's own plan call) or that
         the status is unchanged."""
-        full = self.recital(plan, first_user_text, iteration, errors, just_written=just_written)
+        full = self.recital(
+            plan, first_user_text, iteration, errors, just_written=just_written, where=where
+        )
         if full is not None:
             return full
         return focus_line(plan) if just_written else brief_status(plan)

@@ -33,4 +33,5 @@ class TaskStatusTail(Rule):
             state.iterations,
             errors,
             just_written=state.plan_just_written,
+            where=self.ctx.workspace.display(self.ctx.session.directory),
         )
