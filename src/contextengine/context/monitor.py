@@ -90,20 +90,31 @@ def common_prefix_chars(prev: Request, cur: Request) -> tuple[int, int]:
 
 
 class PrefixMonitor:
-    """Compares each request of a session with the one before it."""
+    """Compares each request of a session with the session's previous main request.
+
+    A side call (a summary, a 3-strike reboot) is compared with it too, but never becomes
+    the reference and never breaks the cache: it may read only part of the session's prefix
+    (a reboot reads the head alone), and the session's cached prefix stays as it was.
+    """
 
     def __init__(self) -> None:
         self._previous: Request | None = None
 
     def observe(self, request: Request) -> PrefixReport:
         """Record ``request`` and report its reusable prefix and any break."""
-        prev, self._previous = self._previous, request
+        prev = self._previous
+        if request.purpose == "main":
+            self._previous = request
         total = request.total_chars
         if prev is None:
             return PrefixReport(total, 0)
         chars, chunk = common_prefix_chars(prev, request)
         cache_break = None
-        if chunk < prev.persisted_chunks and chars < prev.persisted_chars:
+        if (
+            request.purpose == "main"
+            and chunk < prev.persisted_chunks
+            and chars < prev.persisted_chars
+        ):
             cache_break = CacheBreak(
                 position=chars,
                 cause=_cause(prev, request, chunk),
