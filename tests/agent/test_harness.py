@@ -241,16 +241,14 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     assert "\nMemory files: .contextengine/sessions/" in tails[0], "named at the turn's start"
     assert all("Memory files" not in t for t in tails[1:])
     assert tails[3] == "Focus: step 2 Run", "the model's own todo_write is in view"
-    assert tails[4] == "Task status unchanged. Focus: step 2 Run"
+    assert tails[4] == "Focus: step 2 Run", "unchanged: the focus only"
     assert tails[6] == "Focus: step 3 Write"
-    assert all(t.startswith("Task status unchanged.") for t in tails[7:11])
+    assert all(t == "Focus: step 3 Write" for t in tails[7:11])
     assert "[x] 2 Run\n[>] 3 Write" in tails[11], "recited in full again five iterations on"
 
     for request in main_requests(provider):
         assert request.messages[-1]["role"] == "user"
-        assert request.messages[-1]["content"].startswith(
-            (TAIL_HEADING, "Task status unchanged.", "No plan", "Focus:")
-        )
+        assert request.messages[-1]["content"].startswith((TAIL_HEADING, "No plan", "Focus:"))
     assert "Objective: Run things." in main_requests(provider)[0].messages[-1]["content"]
     assert "step 3 Write" in main_requests(provider)[-1].messages[-1]["content"]
     assert TAIL_HEADING not in (agent.session_dir / "session.jsonl").read_text()

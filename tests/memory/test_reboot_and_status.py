@@ -85,7 +85,7 @@ def test_the_tail_recites_in_full_when_it_changed_and_a_plan_every_few_iteration
     plan = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Look", status="in_progress"),)),))
     tails = [recital.tail(plan, "Fix the bug.", n) for n in range(FULL_EVERY + 1)]
     assert "[>] 1 Look" in tails[0], "the plan changed"
-    assert tails[1] == "Task status unchanged. Focus: step 1 Look"
+    assert tails[1] == "Focus: step 1 Look"
     assert "[>] 1 Look" in tails[FULL_EVERY], "the plan is recited again (R8.2)"
 
 
@@ -97,7 +97,7 @@ def test_a_full_recital_lists_the_recent_errors_and_a_brief_one_does_not() -> No
     assert full.endswith(
         "\nRecent errors (unresolved):\n- shell_exec make: exit code 2\n- file_read a.txt: not found"
     )
-    assert recital.tail(plan, "Build it.", 1, errors) == "Task status unchanged. Focus: step 1 Run"
+    assert recital.tail(plan, "Build it.", 1, errors) == "Focus: step 1 Run"
     assert "Recent errors" not in recital.tail(plan, "Build it.", FULL_EVERY, [])
 
 
@@ -106,5 +106,5 @@ def test_a_plan_the_model_just_wrote_is_not_recited_back_in_full() -> None:
     assert recital.tail(Plan(), "Build it.", 0).startswith("## Task status")
     plan = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Run", status="in_progress"),)),))
     assert recital.tail(plan, "Build it.", 1, just_written=True) == "Focus: step 1 Run"
-    assert recital.tail(plan, "Build it.", 2) == "Task status unchanged. Focus: step 1 Run"
+    assert recital.tail(plan, "Build it.", 2) == "Focus: step 1 Run"
     assert "[>] 1 Run" in recital.tail(plan, "Build it.", 1 + FULL_EVERY), "periodic (R8.2)"

@@ -9,13 +9,12 @@ from contextengine.canonical import canonical_json
 from contextengine.tools.spec import ToolSpec
 
 DEFAULT_SYSTEM_PROMPT = """\
-You are a software agent in one workspace folder; paths are relative to it.
-- Plan with todo_write first and keep it current; its status ends every request.
-- Memory: task_plan.md, findings.md (memory_finding_add), progress.md; reread them when lost.
-- Read before you edit; check changes with shell_exec.
-- Errors are verbatim: change your approach instead of repeating a call.
+You work in one workspace folder; paths are relative to it.
+- Plan with todo_write first; its status ends each request.
+- Reread task_plan.md, findings.md, progress.md when lost.
+- Read before you edit; test changes; after an error, change approach.
 - A large output is saved to the file its observation names.
-- When done, answer briefly: what you did and how you checked it."""
+- End with a brief report: what you did and how you checked it."""
 
 
 def text_protocol_prompt(base: str, tools: Sequence[ToolSpec]) -> str:

@@ -14,7 +14,6 @@ from contextengine.memory.plan import MARKS, Plan, one_line
 
 OBJECTIVE_CHARS = 120
 HEADING = "## Task status"
-UNCHANGED = "Task status unchanged."
 NO_PLAN = "No plan yet."
 MEMORY_NAMES = "task_plan.md, findings.md, progress.md."
 FULL_EVERY = 5  # iterations between full recitals of an unchanged status (R8.2)
@@ -68,13 +67,6 @@ def focus_line(plan: Plan) -> str:
     return NO_PLAN
 
 
-def brief_status(plan: Plan) -> str:
-    """The tail while the full status is unchanged and recently recited: one line, the
-    focus only (no heading: the line is paid uncached on every such request)."""
-    focus = focus_line(plan)
-    return focus if focus == NO_PLAN else f"{UNCHANGED} {focus}"
-
-
 class TailRecital:
     """Chooses the tail of each iteration: the full status when it changed, at a turn's
     first request and every ``FULL_EVERY`` iterations, else the brief focus line."""
@@ -123,14 +115,15 @@ class TailRecital:
         where: str | None = None,
     ) -> str:
         """The tail of the request made at ``iteration``: the full status when it is due
-        (``recital``), else one line: the focus (after the model's own plan call) or that
-        the status is unchanged."""
+        (``recital``), else one line, the focus: the steps are in view (the model's own
+        plan call) or were recited unchanged (no heading: the line is paid uncached on
+        every such request)."""
         full = self.recital(
             plan, first_user_text, iteration, errors, just_written=just_written, where=where
         )
         if full is not None:
             return full
-        return focus_line(plan) if just_written else brief_status(plan)
+        return focus_line(plan)
 
     def new_turn(self) -> None:
         """A user turn starts: its first request recites the full status."""

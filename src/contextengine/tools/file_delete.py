@@ -40,9 +40,7 @@ class FileDelete(FileTool):
     name: ClassVar[str] = "file_delete"
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="write", risk="high", compressor="other")
-    description: ClassVar[str] = (
-        "Delete a file (moved to the session's trash, so it can be restored)."
-    )
+    description: ClassVar[str] = "Delete a file (it can be restored from the trash)."
 
     class Args(StrictArgs):
         path: str

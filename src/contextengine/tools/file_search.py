@@ -202,8 +202,7 @@ class FileGrep(FileTool):
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="grep")
     description: ClassVar[str] = (
-        f"Python regex search of the files under path; at most {GREP_MAX_MATCHES} "
-        "file:line:text lines."
+        f"Regex search under path: up to {GREP_MAX_MATCHES} file:line:text lines."
     )
 
     class Args(StrictArgs):

@@ -123,9 +123,7 @@ class FileRead(FileTool):
     name: ClassVar[str] = "file_read"
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="read", compressor="read")
-    description: ClassVar[str] = (
-        "Read a file as numbered lines (start_line..end_line, inclusive), with its mtime."
-    )
+    description: ClassVar[str] = "Numbered lines of a file (start_line..end_line) and its mtime."
 
     class Args(StrictArgs):
         path: str
@@ -253,8 +251,7 @@ class FileEdit(FileTool):
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="write", compressor="edit")
     description: ClassVar[str] = (
-        "Replace exact old_text (found once, or every time with replace_all) with new_text; "
-        "edits: several at once."
+        "Replace exact old_text with new_text (every match: replace_all); edits: several."
     )
 
     class Args(StrictArgs):

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import IO, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import error_tail
@@ -79,19 +79,21 @@ class ShellExec:
     traits: ClassVar[ToolTraits] = ToolTraits(
         category="exec", risk="high", compressor="shell", action_key="command"
     )
-    description: ClassVar[str] = (
-        "Run a bash command in the workspace (fresh shell, no stdin); killed after timeout_s."
-    )
+    description: ClassVar[str] = "Run a bash command in the workspace (fresh shell, no stdin)."
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
         command: str = Field(min_length=1)
-        timeout_s: float | None = Field(
-            None,
-            gt=0,
-            le=MAX_TIMEOUT_S,
-        )
+        timeout_s: float | None = None
+
+        # Checked here, not as schema bounds: the schema is paid on every request.
+        @field_validator("timeout_s")
+        @classmethod
+        def _timeout_in_range(cls, value: float | None) -> float | None:
+            if value is not None and not 0 < value <= MAX_TIMEOUT_S:
+                raise ValueError(f"timeout_s must be in (0, {MAX_TIMEOUT_S:g}]")
+            return value
 
     def run(self, args: ShellExec.Args, ctx: ToolContext) -> ToolOutcome:
         """Execute the command and report its output and exit code."""

@@ -33,9 +33,7 @@ class TodoWrite:
     name: ClassVar[str] = "todo_write"
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="plan", compressor="todo")
-    description: ClassVar[str] = (
-        "Replace the todo list (your plan) with this full list; keep one step in_progress."
-    )
+    description: ClassVar[str] = "Replace the todo list (your plan) with this full list."
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")

@@ -27,9 +27,7 @@ class WebFetch:
     name: ClassVar[str] = "web_fetch"
     default: ClassVar[bool] = True
     traits: ClassVar[ToolTraits] = ToolTraits(category="web", compressor="other")
-    description: ClassVar[str] = (
-        "A web page's main content as markdown (a long page is saved to a file to read)."
-    )
+    description: ClassVar[str] = "A web page's main content as markdown."
 
     class Args(BaseModel):
         model_config = ConfigDict(extra="forbid")
