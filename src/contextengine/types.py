@@ -27,6 +27,13 @@ class ToolCall:
             raise ValueError("tool call arguments must be a JSON object")
         return value
 
+    def arguments_or_empty(self) -> dict[str, Any]:
+        """The arguments, or ``{}`` when they are not a JSON object."""
+        try:
+            return self.arguments()
+        except ValueError:
+            return {}
+
 
 @dataclass(frozen=True)
 class Usage:

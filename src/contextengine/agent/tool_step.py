@@ -142,10 +142,7 @@ class ToolStep:
         self.mask_rules.observe(call.name, outcome)
         error_class = classify_error(call.name, outcome)
         index = len(session.records)
-        try:
-            arguments = call.arguments()
-        except ValueError:
-            arguments = {}
+        arguments = call.arguments_or_empty()
         processed = self.processor.process(index, call.name, arguments, outcome)
         session.append(
             ToolResultEntry(

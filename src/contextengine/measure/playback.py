@@ -14,9 +14,8 @@ is not charged: no recorded step answered it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
 
 from contextengine.agent.text_protocol import parse_text_reply
 from contextengine.canonical import canonical_json
@@ -282,13 +281,6 @@ class RecordedTools:
         """The recorded observation of the current step (the recording is the truth, so
         masks are not applied)."""
         outcome = self._script.take_observation()
-        if tool_category(call.name, _arguments(call)) == "read":
+        if tool_category(call.name, call.arguments_or_empty()) == "read":
             return replace(outcome, kind="file")
         return outcome
-
-
-def _arguments(call: ToolCall) -> Mapping[str, Any]:
-    try:
-        return call.arguments()
-    except ValueError:
-        return {}

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from contextengine.memory.plan import clip
 from contextengine.memory.status import MEMORY_NAMES
 from contextengine.session.entries import (
     AssistantEntry,
@@ -168,17 +169,10 @@ class RecentError:
         return f"{self.tool}{f' {self.action}' if self.action else ''}: {self.line}"
 
 
-def _arguments_of(call: ToolCallRecord | None) -> dict[str, Any]:
-    try:
-        return call.as_call().arguments() if call is not None else {}
-    except ValueError:
-        return {}
-
-
 def _action_of(traits: ToolTraits, arguments: dict[str, Any]) -> str:
     """What a call acted on, in one line: its command or path, clipped."""
     value = arguments.get(traits.action_key or "path")
-    return _clipped(" ".join(value.split()), 60) if isinstance(value, str) else ""
+    return clip(" ".join(value.split()), 60) if isinstance(value, str) else ""
 
 
 def _error_line(content: str) -> str:
@@ -197,11 +191,7 @@ def _error_line(content: str) -> str:
     if not lines:
         return ""
     traceback = any(line.startswith("Traceback (most recent call last)") for line in lines)
-    return _clipped(lines[-1] if traceback else lines[0], ERROR_LINE_CHARS)
-
-
-def _clipped(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(lines[-1] if traceback else lines[0], ERROR_LINE_CHARS)
 
 
 @dataclass
@@ -252,7 +242,7 @@ class RuleState:
     def _tool_result(self, entry: ToolResultEntry) -> None:
         call = self.open_calls.pop(entry.call_id, None)
         traits = self.traits(entry.tool_name)
-        arguments = _arguments_of(call)
+        arguments = call.as_call().arguments_or_empty() if call is not None else {}
         action = _action_of(traits, arguments)
         if entry.status == "error":
             if entry.error_class:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextengine.canonical import canonical_json
-from contextengine.memory.plan import one_line
+from contextengine.memory.plan import clip, one_line
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import error_tail
 from contextengine.tools.traits import ToolTraits
@@ -15,14 +15,6 @@ ARGUMENTS_CHARS = 300
 RESULT_CHARS = 200
 ERROR_LINES = 20
 ERROR_CHARS = 2000
-
-
-def arguments_of(call: ToolCall) -> dict[str, Any]:
-    """The call's arguments, or ``{}`` when they are not a JSON object."""
-    try:
-        return call.arguments()
-    except ValueError:
-        return {}
 
 
 def error_class_of(outcome: ToolOutcome, error_class: str | None) -> str:
@@ -52,11 +44,6 @@ def error_text(outcome: ToolOutcome) -> str:
     """A failure's message: its last lines, capped from the front."""
     text = outcome.error.message if outcome.error else outcome.text
     return clip_tail(error_tail(text, ERROR_LINES), ERROR_CHARS)
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def clip_tail(text: str, limit: int) -> str:

@@ -11,13 +11,11 @@ from contextengine.agent.rules.base import HarnessContext, Rule
 from contextengine.agent.rules.calls import (
     RESULT_CHARS,
     action_of,
-    arguments_of,
-    clip,
     error_class_of,
     error_text,
 )
 from contextengine.memory.lessons import Lesson, LessonStore
-from contextengine.memory.plan import one_line
+from contextengine.memory.plan import clip, one_line
 from contextengine.session.entries import AssistantEntry
 from contextengine.tools.base import ToolOutcome
 from contextengine.types import ToolCall
@@ -46,7 +44,7 @@ class Lessons(Rule):
         return NOTHING
 
     def _action(self, call: ToolCall) -> str:
-        return action_of(self.ctx.traits(call.name), arguments_of(call))
+        return action_of(self.ctx.traits(call.name), call.arguments_or_empty())
 
     def _record(self, call: ToolCall, outcome: ToolOutcome, cls: str) -> None:
         ctx = self.ctx

@@ -14,7 +14,6 @@ from typing import Any
 
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
-from contextengine.agent.rules.calls import arguments_of
 from contextengine.memory.rules import PLAN_RULE, RecitationReason, is_high_risk, plan_reminder_text
 from contextengine.session.entries import ReminderEntry
 from contextengine.tools.workspace import PathRefused
@@ -43,7 +42,7 @@ class PlanRecitation(Rule):
 
     def before_tool(self, call: ToolCall) -> HookResult:
         """Note a high-risk call: the plan is re-read once its batch has run."""
-        arguments = arguments_of(call)
+        arguments = call.arguments_or_empty()
         if is_high_risk(self.ctx.traits(call.name), self._target_exists(arguments)):
             self._risk_pending = True
         return NOTHING

@@ -8,13 +8,11 @@ from contextengine.agent.rules.base import HarnessContext, Rule
 from contextengine.agent.rules.calls import (
     ERROR_CHARS,
     RESULT_CHARS,
-    arguments_of,
-    clip,
     describe,
     error_class_of,
     error_text,
 )
-from contextengine.memory.plan import one_line
+from contextengine.memory.plan import clip, one_line
 from contextengine.memory.rules import STRIKES
 from contextengine.memory.status import objective_of
 from contextengine.memory.templates import fence
@@ -89,7 +87,7 @@ class ProgressLog(Rule):
             lines = outcome.data.get("stdout_lines", 0)
             first = f"exit code {outcome.data['exit_code']}, {lines} stdout lines"
         body = (
-            f"{describe(call, traits, arguments_of(call))}\n**Status**: [x] Success\n"
+            f"{describe(call, traits, call.arguments_or_empty())}\n**Status**: [x] Success\n"
             f"**Result**: {clip(first, RESULT_CHARS)}"
         )
         self.ctx.memory.log(f"[*] Tool Call: {call.name}", body)
@@ -99,7 +97,7 @@ class ProgressLog(Rule):
         traits = self.ctx.traits(call.name)
         title = f"[!] ERROR (attempt {attempt}): {cls}"
         body = (
-            f"**Tool**: {call.name}\n{describe(call, traits, arguments_of(call))}\n"
+            f"**Tool**: {call.name}\n{describe(call, traits, call.arguments_or_empty())}\n"
             f"**Error**:\n{fence(error_text(outcome))}"
         )
         if self.marks_strikes and attempt == STRIKES:

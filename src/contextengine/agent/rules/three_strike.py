@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import Rule
-from contextengine.agent.rules.calls import clip
+from contextengine.memory.plan import clip
 from contextengine.memory.reboot import human_help, reboot_prompt
 from contextengine.memory.status import objective_of
 from contextengine.memory.working_memory import PROGRESS
