@@ -55,12 +55,12 @@ def test_step_text_before_tool_calls_is_kept_and_results_show_their_first_lines(
             "c1",
             "shell_exec",
             "success",
-            "<stdout>\nhello, world\nsecond\nthird\nfourth\n</stdout>",
+            "<stderr>\nhello, world\nsecond\nthird\nfourth\n</stderr>\n[exit code 0]",
         ),
     )
     assert "Running it." in out
     assert "success hello, world" in out and "second" in out
-    assert "<stdout>" not in out and "third" in out and "fourth" not in out
+    assert "<stderr>" not in out and "third" in out and "fourth" not in out
 
 
 def test_memory_updates_print_once_per_change_and_step() -> None:

@@ -123,7 +123,7 @@ class EventPrinter:
 
 
 def _first_lines(text: str, count: int = RESULT_LINES) -> list[str]:
-    """The first non-blank lines of a tool result, without bare wrapper tags (``<stdout>``)."""
+    """The first non-blank lines of a tool result, without bare wrapper tags (``<stderr>``)."""
     lines = [line for line in text.splitlines() if line.strip() and not _TAG.match(line.strip())]
     return [_clip(line, 150) for line in lines[:count]]
 

@@ -175,7 +175,7 @@ def test_traceback_reaches_the_next_request_verbatim(finished_session, tmp_path)
         if "AssertionError" in str(m["content"])
     )
     assert expected in observation
-    assert "<exit_code>1</exit_code>" in observation
+    assert "[exit code 1]" in observation
 
 
 def test_masked_call_is_not_executed_and_names_the_allowed_tools(finished_session):

@@ -90,7 +90,7 @@ def test_50kb_output_is_externalized_and_recovered_exactly(h: Harness) -> None:
         ToolCall("r", "file_read", json.dumps({"path": ref.path, "start_line": 2, "end_line": 3})),
         h.ctx,
     )
-    numbered = "2\trow 00000 " + "x" * 40 + "\n3\trow 00001 " + "x" * 40
+    numbered = "2\trow 00001 " + "x" * 40 + "\n3\trow 00002 " + "x" * 40
     assert read.text.startswith(numbered + "\n\n[mtime ")
 
 

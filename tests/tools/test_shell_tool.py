@@ -21,7 +21,7 @@ def test_success_keeps_streams_apart(root: Path, run) -> None:
     assert out.data["stderr"] == "err1\n"
     assert (out.data["exit_code"], out.data["stdout_lines"], out.data["stderr_lines"]) == (0, 3, 1)
     assert out.text == (
-        f"<stdout>\nout1\nout2\n{root}\n</stdout>\n<stderr>\nerr1\n</stderr>\n<exit_code>0</exit_code>"
+        f"out1\nout2\n{root}\n<stderr>\nerr1\n</stderr>\n[exit code 0]"
     )
 
 
@@ -35,7 +35,7 @@ def test_nonzero_exit_is_an_error_with_code_and_stderr_tail(run) -> None:
     assert "e30" in message and "e11" in message and "e10\n" not in message
     assert out.data["exit_code"] == 7
     assert out.data["stdout"] == "partial\n"
-    assert "<exit_code>7</exit_code>" in out.text
+    assert out.text.endswith("\n[exit code 7]")
     assert "e1\n" in out.text
 
 

@@ -154,7 +154,8 @@ def is_high_risk(traits: ToolTraits, target_exists: bool) -> bool:
 
 MAX_RECENT_ERRORS = 50  # kept in the state; the tail shows max_preserved_errors of them
 ERROR_LINE_CHARS = 100
-_TAG_LINE = re.compile(r"^</?[a-z_]+>(?:\d+</[a-z_]+>)?$")  # <stderr>, <exit_code>1</exit_code>
+# what a shell observation wraps its output in: <stderr>, </stderr>, [exit code 1]
+_WRAPPER_LINE = re.compile(r"^(?:</?[a-z_]+>|\[exit code -?\d+\])$")
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ def _error_line(content: str) -> str:
     lines = [
         line.strip()
         for line in text.splitlines()
-        if line.strip() and not _TAG_LINE.match(line.strip())
+        if line.strip() and not _WRAPPER_LINE.match(line.strip())
     ]
     if not lines:
         return ""

@@ -188,9 +188,13 @@ def _block(tag: str, body: str) -> str:
 def _layout(
     stdout: str, stderr: str, code: int, timed_out_after: float | None, pipes_held: bool
 ) -> str:
-    """The fixed text layout of a shell observation; an empty stream is left out."""
-    streams = [_block(tag, text) for tag, text in (("stdout", stdout), ("stderr", stderr)) if text]
-    parts = [*streams, f"<exit_code>{code}</exit_code>"]
+    """The fixed text layout of a shell observation: stdout as it is, stderr in a block,
+    then the exit code; an empty stream is left out. No wrapper around stdout, the common
+    case: every character of it is paid again on each later request."""
+    parts = [stdout.removesuffix("\n")] if stdout else []
+    if stderr:
+        parts.append(_block("stderr", stderr))
+    parts.append(f"[exit code {code}]")
     if timed_out_after is not None:
         parts.append(
             f"<timeout>killed after {timed_out_after:g} s with its whole process group</timeout>"
