@@ -20,9 +20,7 @@ def test_success_keeps_streams_apart(root: Path, run) -> None:
     assert out.data["stdout"] == f"out1\nout2\n{root}\n"
     assert out.data["stderr"] == "err1\n"
     assert (out.data["exit_code"], out.data["stdout_lines"], out.data["stderr_lines"]) == (0, 3, 1)
-    assert out.text == (
-        f"out1\nout2\n{root}\n<stderr>\nerr1\n</stderr>\n[exit code 0]"
-    )
+    assert out.text == (f"out1\nout2\n{root}\n<stderr>\nerr1\n</stderr>\n[exit code 0]")
 
 
 def test_nonzero_exit_is_an_error_with_code_and_stderr_tail(run) -> None:
