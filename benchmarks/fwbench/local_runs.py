@@ -155,6 +155,9 @@ def run_plain_chat(base_url: str, workspace: Path, max_steps: int = 60) -> str:
     return ""
 
 
+SESSION_ID = "fwbench"
+
+
 def run_contextengine(
     base_url: str,
     workspace: Path,
@@ -171,6 +174,8 @@ def run_contextengine(
         workspace,
         config,
         tools=peer_toolset(workspace) if peer_tools else None,
+        # a fixed id: observation templates follow it (R6.1), so every run prices the same
+        session_id=SESSION_ID,
     )
     result = agent.run(task.TASK)
     return result.final_answer

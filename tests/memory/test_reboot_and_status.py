@@ -21,7 +21,7 @@ def test_reboot_prompt_has_the_five_questions_the_plan_and_the_progress_tail() -
     assert "# Task Plan: demo" in prompt and "`NameError`" in prompt
     assert "### Objective\nShip the demo." in prompt
     assert progress[-500:] in prompt and progress[-501:] not in prompt
-    assert prompt.rstrip().endswith("`HUMAN_HELP: yes - <your question for a human>`.")
+    assert prompt.rstrip().endswith("`HUMAN_HELP: yes - <question for a human>`.")
 
 
 @pytest.mark.parametrize(

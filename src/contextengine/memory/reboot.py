@@ -14,10 +14,8 @@ REBOOT_QUESTIONS: tuple[str, ...] = (
     "Should I ask for human help?",
 )
 PROGRESS_TAIL_CHARS = 500
-REBOOT_NOTICE = (
-    "3-strike: the same kind of error happened three times. Stop and answer the "
-    "5-Question Reboot Test before going on (tools are paused for that one answer)."
-)
+# Kept in history for good (every later request reads it), so it says only what the answer after it is.
+REBOOT_NOTICE = "3-strike: the answer below is the 5-Question Reboot Test (tools paused)."
 
 _HUMAN_HELP = re.compile(
     r"^[\s*_`>-]*HUMAN_HELP[*_`]*\s*:\s*(yes|no)\b[\s*_`]*(?:[-–—:]\s*)?(.*)$",
@@ -36,13 +34,12 @@ def reboot_prompt(
     tail = progress_text[-PROGRESS_TAIL_CHARS:]
     return (
         "## 5-Question Reboot Test\n"
-        f"Errors of class {classes} happened three times: stop retrying the same approach. "
-        f"Tools are paused; answer in turn:\n{questions}\n\n"
+        f"{classes} errors, three times: stop retrying the same approach. "
+        f"Tools are paused; answer:\n{questions}\n\n"
         f"### Objective\n{objective or '(not set)'}\n\n"
         f"### Task plan (task_plan.md)\n{plan_text.rstrip() or '(empty)'}\n\n"
         f"### End of progress.md\n{tail.strip()}\n\n"
-        "Last line, for the harness: `HUMAN_HELP: no` or "
-        "`HUMAN_HELP: yes - <your question for a human>`."
+        "End with `HUMAN_HELP: no` or `HUMAN_HELP: yes - <question for a human>`."
     )
 
 
