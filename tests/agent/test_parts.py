@@ -4,6 +4,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from contextengine import Agent, AgentParts, Config, ContextBuilder, ScriptedProvider
+from contextengine.tools.registry import Toolset
+from contextengine.tools.shell import ShellExec
 
 ANSWER = {"content": "A complete answer, without any tool."}
 
@@ -47,3 +49,20 @@ def _target(fd: Path) -> str:
         return str(fd.readlink())
     except OSError:
         return ""
+
+
+def test_the_default_system_prompt_names_only_the_tools_and_components_the_session_has(
+    tmp_path: Path,
+) -> None:
+    def system_prompt(config: Config, **kwargs: object) -> str:
+        provider = ScriptedProvider([ANSWER])
+        with Agent(provider, tmp_path / str(len(list(tmp_path.iterdir()))), config, **kwargs) as a:
+            a.run("hi")
+        return provider.requests[0].messages[0]["content"]
+
+    full = system_prompt(Config())
+    assert "todo_write" in full and "task_plan.md" in full and "large output" in full
+    lean = system_prompt(Config(working_memory=False, externalize=False))
+    assert "todo_write" in lean and "task_plan.md" not in lean and "large output" not in lean
+    without_plan_tool = system_prompt(Config(), tools=Toolset([ShellExec()]))
+    assert "todo_write" not in without_plan_tool and "task_plan.md" in without_plan_tool

@@ -17,7 +17,7 @@ from contextengine.agent.compaction import Compactor
 from contextengine.agent.harness import build_harness
 from contextengine.agent.hooks import Harness
 from contextengine.agent.model_calls import TokenGauge
-from contextengine.agent.prompts import DEFAULT_SYSTEM_PROMPT, text_protocol_prompt
+from contextengine.agent.prompts import default_system_prompt, text_protocol_prompt
 from contextengine.codemap import CodeMap
 from contextengine.codemap.tool import with_code_map
 from contextengine.compress.externalize import Externalizer
@@ -199,8 +199,8 @@ def _builder(
     system_prompt: str | None,
 ) -> ContextBuilder:
     protocol = session.style.protocol
-    base = system_prompt or DEFAULT_SYSTEM_PROMPT
     specs = toolset.specs()
+    base = system_prompt or default_system_prompt({s.name for s in specs}, config)
     return ContextBuilder(
         system_prompt=text_protocol_prompt(base, specs) if protocol == "text" else base,
         tools=specs if protocol == "native" else (),

@@ -1,20 +1,33 @@
-"""The agent's default system prompt (L1): fixed text, no dynamic values."""
+"""The agent's default system prompt (L1): fixed text for a session, no dynamic values."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from contextengine.agent.text_protocol import PROTOCOL_INSTRUCTIONS
 from contextengine.canonical import canonical_json
+from contextengine.config import Config
+from contextengine.memory.status import MEMORY_NAMES
 from contextengine.tools.spec import ToolSpec
 
-DEFAULT_SYSTEM_PROMPT = """\
-You work in one workspace folder; paths are relative to it.
-- Plan with todo_write first; its status ends each request.
-- Reread task_plan.md, findings.md, progress.md when lost.
-- Read before you edit; test changes; after an error, change approach.
-- A large output is saved to the file its observation names.
-- End with a brief report: what you did and how you checked it."""
+_PLAN_TOOL = "todo_write"
+
+
+def default_system_prompt(tool_names: Collection[str], config: Config) -> str:
+    """The agent's default system prompt, saying only what holds for the session's tools
+    and components: a line about a tool the session lacks would send the model looking
+    for it, and every line is paid on every request."""
+    lines = ["You work in one workspace folder; paths are relative to it."]
+    if _PLAN_TOOL in tool_names:
+        ends = "; its status ends each request." if config.flag("recitation") else "."
+        lines.append(f"- Plan with {_PLAN_TOOL} first{ends}")
+    if config.flag("working_memory"):
+        lines.append(f"- Reread {MEMORY_NAMES.rstrip('.')} when lost.")
+    lines.append("- Read before you edit; test changes; after an error, change approach.")
+    if config.flag("externalize"):
+        lines.append("- A large output is saved to the file its observation names.")
+    lines.append("- End with a brief report: what you did and how you checked it.")
+    return "\n".join(lines)
 
 
 def text_protocol_prompt(base: str, tools: Sequence[ToolSpec]) -> str:
