@@ -240,9 +240,9 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     assert tails[1].endswith("No plan yet.")
     assert "\nMemory files: .contextengine/sessions/" in tails[0], "named at the turn's start"
     assert all("Memory files" not in t for t in tails[1:])
-    assert tails[3] == "Focus: step 2 Run", "the model's own todo_write is in view"
+    assert tails[3] == "Focus: step 2", "the model's own todo_write, just before, names it"
     assert tails[4] == "Focus: step 2 Run", "unchanged: the focus only"
-    assert tails[6] == "Focus: step 3 Write"
+    assert tails[6] == "Focus: step 3"
     assert all(t == "Focus: step 3 Write" for t in tails[7:11])
     assert "[x] 2 Run\n[>] 3 Write" in tails[11], "recited in full again five iterations on"
 
@@ -289,7 +289,7 @@ def test_memory_tools_drive_the_tail(tmp_path):
     agent, provider = make_agent(tmp_path, script)
     agent.run("Greet.")
     tails = [r.messages[-1]["content"] for r in main_requests(provider)]
-    assert tails[1] == "Focus: step 1 Write it", "the model has just written the plan"
+    assert tails[1] == "Focus: step 1", "the model has just written the plan"
     assert tails[-1] == (
         f"{TAIL_HEADING}\nObjective: Ship the greeting script\n"
         "[>] 1 Write it\n[ ] 2 Test it\nFocus: step 1"

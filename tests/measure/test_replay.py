@@ -235,3 +235,35 @@ def test_human_output_has_a_table_with_the_baselines() -> None:
     assert done.returncode == 0, done.stderr
     for word in ("engine", "full_history", "sliding_window", "reference_recall", "cost vs"):
         assert word in done.stdout
+
+
+def test_a_recorded_todo_tool_is_the_plan_the_tail_recites(tmp_path: Path) -> None:
+    todos = [
+        {"content": "Read the code", "status": "completed", "activeForm": "Reading"},
+        {"content": "Fix the bug", "status": "in_progress"},
+    ]
+    ls = {"name": "Bash", "arguments": {"command": "ls"}}
+    data = {
+        "task": "Fix it.",
+        "tools": [{"name": "TodoWrite"}, {"name": "Bash"}],
+        "steps": [
+            {
+                "assistant": "Planning.",
+                "tool_calls": [{"name": "TodoWrite", "arguments": {"todos": todos}}],
+                "observation": "Todos have been modified successfully.",
+            },
+            {"assistant": "Looking.", "tool_calls": [ls], "observation": "a.py"},
+            {"assistant": "Again.", "tool_calls": [ls], "observation": "a.py"},
+            {"assistant": "The bug is fixed in a.py.", "observation": ""},
+        ],
+    }
+    replay(parse_trajectory(data, "todo"), Config(), dump=tmp_path)
+    tails = [
+        json.loads((tmp_path / f"request-{n:04d}.json").read_text())["messages"][-1]["content"]
+        for n in range(4)
+    ]
+    assert (
+        tails[0].endswith("task_plan.md, findings.md, progress.md.") and "No plan yet." in tails[0]
+    )
+    assert tails[1] == "Focus: step 2", "the recorded list, just before, names the step"
+    assert tails[2] == tails[3] == "Focus: step 2 Fix the bug"

@@ -105,6 +105,6 @@ def test_a_plan_the_model_just_wrote_is_not_recited_back_in_full() -> None:
     recital = TailRecital()
     assert recital.tail(Plan(), "Build it.", 0).startswith("## Task status")
     plan = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Run", status="in_progress"),)),))
-    assert recital.tail(plan, "Build it.", 1, just_written=True) == "Focus: step 1 Run"
+    assert recital.tail(plan, "Build it.", 1, just_written=True) == "Focus: step 1"
     assert recital.tail(plan, "Build it.", 2) == "Focus: step 1 Run"
     assert "[>] 1 Run" in recital.tail(plan, "Build it.", 1 + FULL_EVERY), "periodic (R8.2)"

@@ -39,23 +39,14 @@ from contextengine.session.entries import (
 from contextengine.session.render import Message, RenderStyle
 from contextengine.session.session import Session
 from contextengine.tools.base import ToolOutcome
-from contextengine.tools.todo import TodoStatus
+from contextengine.tools.todo import TODO_TOOL_NAMES, todo_items
 from contextengine.tools.traits import UNDECLARED
 
 ERROR_STATUS = "status"
 """Key an adapter may set to ``"error"`` on a neutral tool message: the call failed (kept verbatim)."""
-TODO_TOOLS = frozenset({"todo", "todo_write", "todowrite", "write_todos"})
 RECITE_AFTER_CHARS = 24_000
 """How far (characters of messages) the plan must be behind the end before it is recited:
 closer, it is still in the model's recent view."""
-"""Tool names whose ``todos`` argument (items with content and status) is the model's plan."""
-_TODO_STATUSES: Mapping[str, TodoStatus] = {
-    "pending": "pending",
-    "in_progress": "in_progress",
-    "done": "done",
-    "completed": "done",
-    "failed": "failed",
-}
 
 
 class MissingIntegration(ContextEngineError):
@@ -185,8 +176,8 @@ class ContextMirror:
                 arguments = None  # sent back as it came: the model sees its own mistake
             name = function["name"]
             self._calls[call["id"]] = (name, arguments if isinstance(arguments, dict) else {})
-            if name.lower() in TODO_TOOLS and isinstance(arguments, dict):
-                self._plan = apply_todos(self._plan, _todos(arguments.get("todos")))
+            if name.lower() in TODO_TOOL_NAMES and isinstance(arguments, dict):
+                self._plan = apply_todos(self._plan, todo_items(arguments.get("todos")))
                 self._wrote_plan = True
             as_json = raw if arguments is None else canonical_json(arguments)
             yield ToolCallRecord(id=call["id"], name=name, arguments_json=as_json)
@@ -238,16 +229,3 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
     return "" if content is None else str(content)
-
-
-def _todos(items: Any) -> list[tuple[str, TodoStatus]]:
-    """A todo tool's ``todos`` argument as (text, status) pairs; unreadable items are skipped."""
-    out: list[tuple[str, TodoStatus]] = []
-    for item in items if isinstance(items, list) else ():
-        if not isinstance(item, Mapping):
-            continue
-        text = item.get("content") or item.get("text") or item.get("task")
-        status = _TODO_STATUSES.get(str(item.get("status", "pending")).lower(), "pending")
-        if isinstance(text, str) and text.strip():
-            out.append((text, status))
-    return out

@@ -30,6 +30,7 @@ from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.spec import ToolSpec
+from contextengine.tools.todo import TODO_TOOL_NAMES, todo_items
 from contextengine.tools.traits import UNDECLARED, ToolTraits
 from contextengine.types import ModelReply, ReplyDone, ReplyEvent, TextDelta, ToolCall, Usage
 
@@ -45,6 +46,7 @@ REBOOT_ANSWER = """\
 
 _SHELL_BLOCK = re.compile(r"```(?:bash|sh|shell)[ \t]*\n(.*?)\n?```", re.S)
 _PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
+_PLAN_TRAITS = ToolTraits(category="plan", compressor="todo")
 
 
 class RoundInterrupted(ProviderError):
@@ -272,8 +274,9 @@ class RecordedTools:
         return list(self._specs)
 
     def traits(self, name: str) -> ToolTraits:
-        """``UNDECLARED``: a recorded tool is another harness's, known by its name."""
-        return UNDECLARED
+        """A recorded tool is another harness's, known by its name: a todo tool
+        (``TodoWrite``, ``write_todos`` ...) is the plan's, every other one ``UNDECLARED``."""
+        return _PLAN_TRAITS if name.lower() in TODO_TOOL_NAMES else UNDECLARED
 
     def execute(
         self, call: ToolCall, ctx: ToolContext, mask: ToolMask | None = None
@@ -281,6 +284,11 @@ class RecordedTools:
         """The recorded observation of the current step (the recording is the truth, so
         masks are not applied)."""
         outcome = self._script.take_observation()
-        if tool_category(call.name, call.arguments_or_empty()) == "read":
+        arguments = call.arguments_or_empty()
+        if call.name.lower() in TODO_TOOL_NAMES:
+            # the list the recorded model wrote becomes the plan, as todo_write's would
+            todos = [{"content": c, "status": s} for c, s in todo_items(arguments.get("todos"))]
+            return replace(outcome, data={**outcome.data, "todos": todos})
+        if tool_category(call.name, arguments) == "read":
             return replace(outcome, kind="file")
         return outcome

@@ -57,11 +57,13 @@ def errors_block(errors: Sequence[object]) -> str:
     return "\nRecent errors (unresolved):" + "".join(f"\n- {e}" for e in errors)
 
 
-def focus_line(plan: Plan) -> str:
-    """The step in focus in one line, or that every step is finished, or that there is no plan."""
+def focus_line(plan: Plan, *, with_text: bool = True) -> str:
+    """The step in focus in one line (its number, and its text unless ``with_text`` is
+    off), or that every step is finished, or that there is no plan."""
     current = plan.current_index
     if current is not None:
-        return f"Focus: step {current + 1} {plan.steps[current].text}"
+        text = f" {plan.steps[current].text}" if with_text else ""
+        return f"Focus: step {current + 1}{text}"
     if plan.steps:
         return "Every step is finished; check the result and report."
     return NO_PLAN
@@ -115,15 +117,15 @@ class TailRecital:
         where: str | None = None,
     ) -> str:
         """The tail of the request made at ``iteration``: the full status when it is due
-        (``recital``), else one line, the focus: the steps are in view (the model's own
-        plan call) or were recited unchanged (no heading: the line is paid uncached on
-        every such request)."""
+        (``recital``), else one line, the focus: the steps were recited unchanged, or are
+        the model's own plan call just before, which holds the step's text (no heading:
+        the line is paid uncached on every such request)."""
         full = self.recital(
             plan, first_user_text, iteration, errors, just_written=just_written, where=where
         )
         if full is not None:
             return full
-        return focus_line(plan)
+        return focus_line(plan, with_text=not just_written)
 
     def new_turn(self) -> None:
         """A user turn starts: its first request recites the full status."""

@@ -6,7 +6,8 @@ file, so tools never touch the session.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +17,16 @@ from contextengine.tools.traits import ToolTraits
 
 TodoStatus = Literal["pending", "in_progress", "done", "failed"]
 STATUSES: tuple[TodoStatus, ...] = ("pending", "in_progress", "done", "failed")
+TODO_TOOL_NAMES = frozenset({"todo", "todo_write", "todowrite", "write_todos"})
+"""Tool names (any letter case) whose ``todos`` argument, items with content and status, is
+the model's plan: this tool's and the ones other harnesses and frameworks name alike."""
+_STATUS_NAMES: Mapping[str, TodoStatus] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "done": "done",
+    "completed": "done",
+    "failed": "failed",
+}
 
 
 class TodoItem(BaseModel):
@@ -55,3 +66,17 @@ def todo_recap(todos: list[TodoItem]) -> str:
     recap = f"Todo list updated: {len(todos)} steps" + (f" ({counts})." if counts else ".")
     current = next((t.content for t in todos if t.status == "in_progress"), None)
     return recap + (f" Now: {current}" if current else "")
+
+
+def todo_items(items: Any) -> list[tuple[str, TodoStatus]]:
+    """Another harness's ``todos`` argument as (text, status) pairs (``completed`` is done,
+    an unknown status pending); unreadable items are skipped."""
+    out: list[tuple[str, TodoStatus]] = []
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, Mapping):
+            continue
+        text = item.get("content") or item.get("text") or item.get("task")
+        status = _STATUS_NAMES.get(str(item.get("status", "pending")).lower(), "pending")
+        if isinstance(text, str) and text.strip():
+            out.append((text, status))
+    return out
