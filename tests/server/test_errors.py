@@ -37,6 +37,12 @@ def test_a_bad_message_body_is_a_422_naming_the_field(
     assert client.get(f"/api/sessions/{sid}").json()["busy"] is False
 
 
+def test_a_blank_answer_is_a_422_naming_the_field(client: httpx.Client, sid: str) -> None:
+    response = client.post(f"/api/sessions/{sid}/answer", json={"answer": " \n "})
+    assert response.status_code == 422
+    assert response.json() == {"error": "answer: the answer is empty"}
+
+
 def test_a_body_that_is_not_json_is_a_422(client: httpx.Client, sid: str) -> None:
     response = client.post(
         f"/api/sessions/{sid}/messages",

@@ -34,13 +34,13 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from contextengine.agent.usage_log import parse_usage
@@ -65,19 +65,22 @@ from contextengine.workers.replica import Follow, TurnDispatcher
 STATIC_DIR = Path(__file__).parent / "static"
 
 
+def _not_blank(value: str, info: ValidationInfo) -> str:
+    if not value.strip():
+        raise ValueError(f"the {info.field_name} is empty")
+    return value
+
+
+NonBlank = Annotated[str, AfterValidator(_not_blank)]
+"""Text with something in it besides whitespace."""
+
+
 class MessageIn(BaseModel):
     """The body of a user message."""
 
     model_config = ConfigDict(extra="forbid")
 
-    message: str
-
-    @field_validator("message")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("the message is empty")
-        return value
+    message: NonBlank
 
 
 class TitleIn(BaseModel):
@@ -93,14 +96,7 @@ class AnswerIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    answer: str
-
-    @field_validator("answer")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("the answer is empty")
-        return value
+    answer: NonBlank
 
 
 def create_app(
