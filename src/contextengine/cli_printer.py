@@ -21,6 +21,7 @@ from contextengine.agent.events import (
     ToolResultEvent,
     UsageEvent,
 )
+from contextengine.memory.plan import clip
 
 RESULT_LINES = 3
 _TAG = re.compile(r"^</?[A-Za-z_][\w-]*>$")
@@ -74,7 +75,7 @@ class EventPrinter:
             return
         self._flush_text()
         if isinstance(event, ToolCallEvent):
-            c.print(f"[cyan]→ {event.name}[/] {_escape(_clip(event.arguments, 160))}")
+            c.print(f"[cyan]→ {event.name}[/] {_escape(clip(event.arguments, 160))}")
         elif isinstance(event, ToolResultEvent):
             style = "green" if event.status == "success" else "red"
             lines = _first_lines(event.preview)
@@ -82,7 +83,7 @@ class EventPrinter:
             for line in lines[1:]:
                 c.print(f"    [dim]{_escape(line)}[/]")
         elif isinstance(event, ErrorEvent):
-            c.print(f"  [red]error ({event.error_class}):[/] {_escape(_clip(event.message, 300))}")
+            c.print(f"  [red]error ({event.error_class}):[/] {_escape(clip(event.message, 300))}")
         elif isinstance(event, CompactionEvent):
             c.print(f"  [yellow]compaction {event.stage}:[/] {_escape(event.message)}")
         elif isinstance(event, HumanQuestion):
@@ -125,11 +126,7 @@ class EventPrinter:
 def _first_lines(text: str, count: int = RESULT_LINES) -> list[str]:
     """The first non-blank lines of a tool result, without bare wrapper tags (``<stderr>``)."""
     lines = [line for line in text.splitlines() if line.strip() and not _TAG.match(line.strip())]
-    return [_clip(line, 150) for line in lines[:count]]
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return [clip(line, 150) for line in lines[:count]]
 
 
 def _escape(text: str) -> str:
