@@ -81,13 +81,13 @@ class Config(BaseSettings):
         3000, ge=1, description="Prune only batches saving at least this many tokens."
     )
     prune_horizon: float = Field(
-        0.5,
+        0.35,
         gt=0,
         description="Pruning expects this share of the steps so far to follow, and prunes "
         "when the batch pays back its cache rewrite within them.",
     )
     prune_max_payback: int = Field(
-        20,
+        25,
         ge=1,
         description="Pruning never expects more steps to follow than this: a batch must pay "
         "back its cache rewrite within this many steps.",
