@@ -14,7 +14,8 @@ REBOOT_QUESTIONS: tuple[str, ...] = (
     "Should I ask for human help?",
 )
 PROGRESS_TAIL_CHARS = 500
-# Kept in history for good (every later request reads it), so it says only what the answer after it is.
+# Kept in history for good (every later request reads it): it says only what the answer
+# after it is.
 REBOOT_NOTICE = "3-strike: the answer below is the 5-Question Reboot Test (tools paused)."
 
 _HUMAN_HELP = re.compile(
