@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -231,16 +233,22 @@ def reload(browser: Any) -> None:
     wait(browser, lambda d: find(d, "body").get_attribute("data-ready") == "true", "reload")
 
 
-def test_a_reloaded_page_redraws_the_question_card(browser: Any, tmp_path: Path) -> None:
-    from selenium.webdriver.common.keys import Keys
-
+@contextmanager
+def asked(browser: Any, tmp_path: Path) -> Iterator[None]:
+    """The UI of a live server whose scripted turn has just asked the human its question."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     with LiveServer(scripted_app(workspace, HAND_OVER)) as server:
         open_ui(browser, server)
         send_message(browser, "Probe python.")
         wait(browser, lambda d: find_all(d, ".msg.agent .question-card"), "the question")
+        yield
 
+
+def test_a_reloaded_page_redraws_the_question_card(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    with asked(browser, tmp_path):
         # While the turn waits, a reload redraws the card and the answer still continues it.
         reload(browser)
         cards = wait(browser, lambda d: find_all(d, ".question-card"), "the question again")
@@ -267,12 +275,7 @@ def test_a_reloaded_page_redraws_the_question_card(browser: Any, tmp_path: Path)
 
 
 def test_a_question_left_unanswered_is_redrawn_closed(browser: Any, tmp_path: Path) -> None:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    with LiveServer(scripted_app(workspace, HAND_OVER)) as server:
-        open_ui(browser, server)
-        send_message(browser, "Probe python.")
-        wait(browser, lambda d: find_all(d, ".msg.agent .question-card"), "the question")
+    with asked(browser, tmp_path):
         find(browser, "#stop").click()
         wait(browser, lambda d: turn_state(d) == "idle", "turn end")
         assert "waiting for your answer" in find(browser, ".msg.agent .stopped").text

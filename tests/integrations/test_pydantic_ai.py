@@ -19,19 +19,21 @@ from integrations.scenario import BIG_LOG, FINAL, SCRIPT, check_bodies, echo, re
 from support.chat_server import chat_server
 
 
+def _agent(base_url: str, mirror: ContextMirror, instructions: str | None = None) -> Agent:
+    """The scenario's agent with the capability, against the server at ``base_url``."""
+    model = OpenAIChatModel("fake", provider=OpenAIProvider(base_url=base_url, api_key="k"))
+    return Agent(
+        model,
+        instructions=instructions,
+        tools=[todo, read_log, echo, mirror.file_read],
+        capabilities=[ContextEngine(mirror)],
+    )
+
+
 def test_requests_extend_externalize_and_carry_the_session_key(tmp_path: Path) -> None:
     mirror = ContextMirror(tmp_path / "sessions")
     with chat_server(SCRIPT) as server:
-        model = OpenAIChatModel(
-            "fake", provider=OpenAIProvider(base_url=server.base_url, api_key="k")
-        )
-        agent = Agent(
-            model,
-            instructions="Be brief.",
-            tools=[todo, read_log, echo, mirror.file_read],
-            capabilities=[ContextEngine(mirror)],
-        )
-        result = agent.run_sync("Check the log.")
+        result = _agent(server.base_url, mirror, "Be brief.").run_sync("Check the log.")
     assert result.output == FINAL
     check_bodies(server.bodies, mirror)
     assert server.bodies[0]["messages"][0] == {"role": "system", "content": "Be brief."}
@@ -40,15 +42,7 @@ def test_requests_extend_externalize_and_carry_the_session_key(tmp_path: Path) -
 def test_run_history_keeps_what_pydantic_ai_recorded(tmp_path: Path) -> None:
     mirror = ContextMirror(tmp_path / "sessions")
     with chat_server(SCRIPT) as server:
-        model = OpenAIChatModel(
-            "fake", provider=OpenAIProvider(base_url=server.base_url, api_key="k")
-        )
-        agent = Agent(
-            model,
-            tools=[todo, read_log, echo, mirror.file_read],
-            capabilities=[ContextEngine(mirror)],
-        )
-        result = agent.run_sync("Check the log.")
+        result = _agent(server.base_url, mirror).run_sync("Check the log.")
     returned = [
         p.content for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)
     ]
