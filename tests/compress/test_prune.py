@@ -314,3 +314,51 @@ def test_a_bet_is_made_only_with_savings_in_hand(tmp_path):
     banked = pruner(saving, prune_risk_share=0.01)
     decision = banked.decide()
     assert decision is not None and decision.extra > 0, "the shown ref already saved plenty"
+
+
+def session_with_thoughts(folder: Path, protocol: str, reply: str) -> Session:
+    """A session of 30 steps whose replies are each ``reply`` (with the step number)."""
+    session = Session.create(
+        folder, session_id="prune-thoughts", durable=False, style=RenderStyle(protocol)
+    )
+    session.append(UserEntry(text="Find the bug."))
+    for k in range(30):
+        call = ToolCallRecord(id=f"t{k}", name="shell_exec", arguments_json='{"command":"ls"}')
+        session.append(AssistantEntry(text=reply.format(k=k), tool_calls=(call,)))
+        session.append(
+            ToolResultEntry(call_id=f"t{k}", tool_name="shell_exec", status="success", content="ok")
+        )
+    return session
+
+
+THOUGHT = "Maybe the parser drops the last token when the input ends early.\n" * 30
+
+
+def test_an_old_reply_loses_its_head_and_keeps_what_it_does_next(tmp_path):
+    reply = THOUGHT + "Next: list the folder once more to see what changed."
+    session = session_with_thoughts(tmp_path / "s", "native", reply)
+    p = pruner(session, prune_horizon=4.0)
+    entry = p.prune(p.decide())
+    assert entry.calls
+    for call in entry.calls:
+        original = session.records[call.index].entry
+        text = call.assistant.text
+        assert text.startswith("[pruned: ") and text.endswith(reply.splitlines()[-1])
+        (ref,) = call.refs
+        head = (session.directory / ref).read_text()
+        assert original.text == head + original.text[len(head) :]
+        assert len(text) < len(original.text) / 3
+
+
+def test_a_text_protocol_reply_keeps_its_whole_action_block(tmp_path):
+    command = "\n".join(f"sed -n '{i},{i + 1}p' src/module_{{k}}.py" for i in range(20))
+    reply = THOUGHT + f"THOUGHT: print the lines.\n\n```bash\n{command}\n```"
+    session = session_with_thoughts(tmp_path / "s", "text", reply)
+    p = pruner(session, prune_horizon=4.0)
+    entry = p.prune(p.decide())
+    assert entry.calls
+    for call in entry.calls:
+        original = session.records[call.index].entry
+        action = original.text[original.text.index("```bash") :]
+        assert call.assistant.text.endswith("\n" + action), "the action stays whole"
+        assert call.assistant.text.startswith("[pruned: ")

@@ -127,7 +127,7 @@ def test_old_outputs_are_pruned_when_the_cache_pays_and_stay_readable(tmp_path: 
         view = mirror.view(conversation[:end])
     assert mirror.session.rewrite == "prune"
     stubs = [m["content"] for m in view if str(m.get("content")).startswith("[pruned:")]
-    path = stubs[0].split("saved at ", 1)[1].split(";", 1)[0]
+    path = stubs[0].split("saved at ", 1)[1].split("]", 1)[0]
     assert mirror.file_read(path) == texts[0]
 
 

@@ -33,6 +33,7 @@ text held that nothing else in view holds, so what was pruned stays findable.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,15 +55,18 @@ from contextengine.session.entries import (
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
 
-STUB_HEAD = "[pruned: {chars:,} chars of an older {what}, saved at {path}; read it with file_read]"
+# Every later request reads each stub: it says what and where, and no more.
+STUB_HEAD = "[pruned: {chars:,} chars, saved at {path}]"
 MAX_STUB_NAMES = 120
-STUB_ESTIMATE_TOKENS = 40  # a stub's head; its names are paid for out of the saving
-ARGUMENT_STUB_HEAD = "[pruned: {chars:,} chars, saved at {path}]"
+STUB_ESTIMATE_TOKENS = 35  # a stub's head; its names are paid for out of the saving
 ARGUMENT_MIN_CHARS = 200  # shorter call arguments (paths, commands, patterns) stay as they are
 CHARS_PER_TOKEN_MAX = 4  # few texts take more characters a token: savings in tokens, from below
 STUB_MAX_SHARE = 0.7  # an argument whose stub is not this much shorter stays as it is
-TEXT_KEEP_CHARS = 300  # the end of a pruned reply stays: a text-protocol reply ends with its action
-TEXT_MIN_CHARS = 400  # a reply's head shorter than this stays
+TEXT_KEEP_CHARS = 150  # the end of a pruned reply stays: where it says what it does next
+TEXT_MIN_CHARS = 250  # a reply's head shorter than this stays
+
+_ACTION_LINE = re.compile(r"^[ \t]*\**Action\**[ \t]*:", re.M)
+_FENCE_LINE = re.compile(r"^[ \t]*```", re.M)
 
 _Stubber = Callable[[str, str], str]
 
@@ -175,10 +179,7 @@ class Pruner:
             def stub(where: str, value: str) -> str:
                 name = f"arg-{index:06d}-{position}-{where}"
                 held = names.new(value)
-                head = ARGUMENT_STUB_HEAD.format(
-                    chars=len(value), path=self._externalizer.display_path(name)
-                )
-                text = with_names(head, held)
+                text = stub_text(len(value), self._externalizer.display_path(name), held)
                 if len(text) > len(value) * STUB_MAX_SHARE:
                     return value  # a stub about as long as the value saves nothing
                 refs.append(
@@ -199,11 +200,11 @@ class Pruner:
             for k, call in enumerate(entry.tool_calls)
         )
         text = entry.text
-        cut = _text_cut(text)
+        cut = _text_cut(text, native)
         if cut:
             saved = self._externalizer.save(f"text-{index:06d}", text[:cut])
             refs.append(self._externalizer.session_relative(saved))
-            head = stub_text(cut, self._externalizer.display(saved), names.new(text[:cut]), "reply")
+            head = stub_text(cut, self._externalizer.display(saved), names.new(text[:cut]))
             text = f"{head}\n{text[cut:]}"
         return PrunedCall(
             index=index,
@@ -274,10 +275,9 @@ class _NameIndex:
         return names
 
 
-def stub_text(chars: int, path: str, names: Sequence[str], what: str = "output") -> str:
-    """The stub that stands for a pruned text (an ``output`` or a ``reply``): where it is,
-    and the names it held."""
-    return with_names(STUB_HEAD.format(chars=chars, what=what, path=path), names)
+def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
+    """The stub that stands for a pruned text: its length, where it is, the names it held."""
+    return with_names(STUB_HEAD.format(chars=chars, path=path), names)
 
 
 def with_names(head: str, names: Sequence[str]) -> str:
@@ -298,7 +298,7 @@ def _stub_saving(entry: object, native: bool) -> int:
         return count_tokens(entry.content) - STUB_ESTIMATE_TOKENS
     if not isinstance(entry, AssistantEntry):
         return 0
-    cut = _text_cut(entry.text)
+    cut = _text_cut(entry.text, native)
     saving = count_tokens(entry.text[:cut]) - STUB_ESTIMATE_TOKENS if cut else 0
     if native:
         saving += sum(
@@ -310,15 +310,35 @@ def _stub_saving(entry: object, native: bool) -> int:
     return saving
 
 
-def _text_cut(text: str) -> int:
-    """Where a reply's pruned head ends (0: keep it whole): the text's last
-    ``TEXT_KEEP_CHARS`` (from a line start) stay, since a text-protocol reply ends with its
-    action, and the head goes only when it is long enough to be worth a stub."""
+def _text_cut(text: str, native: bool) -> int:
+    """Where a reply's pruned head ends (0: keep it whole).
+
+    The text's last ``TEXT_KEEP_CHARS`` (from a line start) stay, where a reply says what
+    it does next; a text-protocol reply (``native`` false) states its action there too, so
+    its last code block or ``Action:`` line stays whole however long. The head goes only
+    when it is long enough to be worth a stub.
+    """
     start = len(text) - TEXT_KEEP_CHARS
+    if not native:
+        start = min(start, _action_start(text))
     if start < TEXT_MIN_CHARS:
         return 0
+    if text[start - 1] == "\n":
+        return start
     line = text.find("\n", start)
     return line + 1 if line != -1 else start
+
+
+def _action_start(text: str) -> int:
+    """Where a text-protocol reply's action begins: its last ``Action:`` line or the
+    opening of its last code block (the text's length when it has neither)."""
+    actions = [m.start() for m in _ACTION_LINE.finditer(text)]
+    if actions:
+        return actions[-1]
+    fences = [m.start() for m in _FENCE_LINE.finditer(text)]
+    if not fences:
+        return len(text)
+    return fences[-2] if len(fences) % 2 == 0 else fences[-1]  # an odd count: left open
 
 
 def _arguments(call: ToolCallRecord) -> dict[str, Any] | None:
