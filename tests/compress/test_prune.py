@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from contextengine import Config
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
-from contextengine.compress.prune import Pruner
+from contextengine.compress.prune import Pruner, stub_text
 from contextengine.context.builder import ContextBuilder
 from contextengine.context.monitor import PrefixMonitor
 from contextengine.session.entries import (
@@ -362,3 +362,8 @@ def test_a_text_protocol_reply_keeps_its_whole_action_block(tmp_path):
         action = original.text[original.text.index("```bash") :]
         assert call.assistant.text.endswith("\n" + action), "the action stays whole"
         assert call.assistant.text.startswith("[pruned: ")
+
+
+def test_a_stub_lists_only_names_it_does_not_hold_already():
+    stub = stub_text(2044, "art/obs-000189-Read.txt", ["art/obs-000189-Read.txt", "pane_id"])
+    assert stub == "[pruned: 2,044 chars, saved at art/obs-000189-Read.txt]\nnames: pane_id"

@@ -114,8 +114,7 @@ class ObservationProcessor:
         """
         parts = [
             ref.to_json(),
-            "The full output is saved at the ref's path; read it in parts with file_read "
-            "(start_line/end_line).",
+            "Read the full output in parts with file_read (start_line/end_line).",
         ]
         fresh = [n for n in names_in(outcome.text) if n not in self._seen and n not in ref.preview]
         if fresh:

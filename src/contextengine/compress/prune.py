@@ -276,12 +276,10 @@ class _NameIndex:
 
 
 def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
-    """The stub that stands for a pruned text: its length, where it is, the names it held."""
-    return with_names(STUB_HEAD.format(chars=chars, path=path), names)
-
-
-def with_names(head: str, names: Sequence[str]) -> str:
-    """A stub's ``head``, then the names the pruned text held (if any)."""
+    """The stub that stands for a pruned text: its length, where it is, and the names it
+    held that the stub does not hold already (a pruned ref's own path, say)."""
+    head = STUB_HEAD.format(chars=chars, path=path)
+    names = [n for n in names if n not in head]
     if not names:
         return head
     shown = names[:MAX_STUB_NAMES]
