@@ -424,3 +424,23 @@ def test_the_tail_lists_unresolved_errors_when_it_recites_in_full(tmp_path):
     quiet, provider = make_agent(tmp_path / "q", list(script), Config(max_preserved_errors=0))
     quiet.run("Probe python.")
     assert "Recent errors" not in main_requests(provider)[-1].messages[-1]["content"]
+
+
+def test_a_plan_finished_before_the_turn_is_not_the_new_turn_plan(tmp_path):
+    script = [
+        step(todo(("Write a.txt", "done"))),
+        {"content": "a.txt is written; the plan's only step is done."},
+        step(call("file_ls")),
+        step(todo(("Write b.txt", "in_progress"))),
+        step(call("file_ls")),
+        {"content": "b.txt comes next; the new plan says so."},
+    ]
+    agent, provider = make_agent(tmp_path, script)
+    agent.run("Write a.txt.")
+    agent.run("Now write b.txt.")
+    tails = [r.messages[-1]["content"] for r in main_requests(provider)]
+    assert tails[1] == "Every step is finished; check the result and report."
+    second_turn = tails[2].split("\nMemory files:")[0]
+    assert second_turn == f"{TAIL_HEADING}\nObjective: Now write b.txt.\nNo plan yet."
+    assert tails[3] == "No plan yet."
+    assert tails[4] == "Focus: step 1", "the model's new plan is the turn's plan"

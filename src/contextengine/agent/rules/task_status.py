@@ -4,22 +4,33 @@ from __future__ import annotations
 
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
+from contextengine.memory.plan import Plan
 from contextengine.memory.status import TailRecital
 
 
 class TaskStatusTail(Rule):
     """Recites the plan's status at the end of each request (the focus alone while that
     is all that is new); a full recital lists up to ``max_errors`` unresolved recent
-    errors (seed 001 ``maxPreservedErrors``)."""
+    errors (seed 001 ``maxPreservedErrors``).
+
+    A plan every step of which was finished when a turn began is not that turn's plan:
+    until the model writes another, the tail gives the turn's request as the objective
+    and says there is no plan, instead of telling the model that all is done.
+    """
 
     def __init__(self, ctx: HarnessContext, max_errors: int = 0) -> None:
         super().__init__(ctx)
         self._recital = TailRecital()
         self._max_errors = max_errors
+        self._finished: Plan | None = None  # the plan that was all done when the turn began
+        self._request = ""  # the turn's user text
 
     def start_turn(self, user_text: str) -> HookResult:
         """A new turn: the next tail is recited in full."""
         self._recital.new_turn()
+        plan = self.ctx.memory.plan()
+        self._finished = plan if plan.steps and plan.current_index is None else None
+        self._request = user_text
         return NOTHING
 
     def task_status(self) -> str | None:
@@ -27,9 +38,12 @@ class TaskStatusTail(Rule):
         state = self.ctx.state
         errors = state.recent_errors[-self._max_errors :] if self._max_errors else []
         plan = self.ctx.memory.plan()
+        objective_text = state.first_user_text
+        if self._finished is not None and plan == self._finished:
+            plan, objective_text = Plan(), self._request
         return self._recital.tail(
             plan,
-            state.first_user_text,
+            objective_text,
             state.iterations,
             errors,
             just_written=state.plan_just_written,
