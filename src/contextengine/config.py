@@ -104,6 +104,13 @@ class Config(BaseSettings):
         description="The most a prune may lose if the run ends right after it, beyond the "
         "savings earlier prunes banked, as a share of what the history has cost so far.",
     )
+    cache_expiry_s: float | None = Field(
+        None,
+        ge=0,
+        description="Seconds an idle prompt cache lives (default: 3600 with cache_ttl=1h, "
+        "86400 with prompt_cache_retention=24h, else 300). A request after a longer pause "
+        "writes the whole prompt anyway, so pruning then costs no rewrite.",
+    )
     cache_read_price: float = Field(
         0.1, ge=0, description="Price of a cached input token (uncached = 1), for pruning."
     )

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from contextengine import Config
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
-from contextengine.compress.prune import Pruner, stub_text
+from contextengine.compress.prune import Pruner, cache_lifetime_s, stub_text
 from contextengine.context.builder import ContextBuilder
 from contextengine.context.monitor import PrefixMonitor
 from contextengine.session.entries import (
@@ -367,3 +367,18 @@ def test_a_text_protocol_reply_keeps_its_whole_action_block(tmp_path):
 def test_a_stub_lists_only_names_it_does_not_hold_already():
     stub = stub_text(2044, "art/obs-000189-Read.txt", ["art/obs-000189-Read.txt", "pane_id"])
     assert stub == "[pruned: 2,044 chars, saved at art/obs-000189-Read.txt]\nnames: pane_id"
+
+
+def test_after_a_pause_longer_than_the_cache_lives_everything_prunable_goes_at_once(tmp_path):
+    session = session_with_steps(tmp_path / "s", [120] * 30)
+    assert pruner(session, prune_risk_share=0.0).decide() is None, "no savings in hand to bet"
+    cold = pruner(session, prune_risk_share=0.0, cache_expiry_s=0.0).decide()
+    assert cold is not None and cold.extra < 0 and cold.payback_steps == 0
+    assert len(cold.records) == 30 - Config().prune_keep_recent, "every old result at once"
+
+
+def test_the_cache_lives_as_long_as_the_providers_were_asked_to_keep_it():
+    assert cache_lifetime_s(Config()) == 300
+    assert cache_lifetime_s(Config(cache_ttl="1h")) == 3600
+    assert cache_lifetime_s(Config(prompt_cache_retention="24h")) == 86_400
+    assert cache_lifetime_s(Config(cache_ttl="1h", cache_expiry_s=60)) == 60

@@ -15,7 +15,9 @@ fewer tokens, a saving of ``S * read`` each. The later steps are not known; the 
 expects as many more as ``prune_horizon`` times the steps so far (a run that has gone on
 for long tends to go on), but never more than ``prune_max_payback`` (a run can end at any
 step; a batch that needs long to pay back is a bet on its length), and prunes when the
-batch pays back its rewrite within that horizon. Because the run may end right after
+batch pays back its rewrite within that horizon. After a pause longer than the cache lives
+(``cache_lifetime_s``) the next request writes its whole prompt anyway: a batch then costs
+no rewrite, and everything prunable goes at once. Because the run may end right after
 any prune, a batch is also a bet the policy must afford: its extra may not exceed what
 the engine has saved so far against the full history (earlier prunes net of their
 extras, outputs shown as compressed refs), plus ``prune_risk_share`` of what the
@@ -36,6 +38,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +118,7 @@ class Pruner:
         if not candidates or read <= 0:  # free cache reads: a smaller prefix saves nothing
             return None
         affordable = self._banked + config.prune_risk_share * self._spent
+        cold = self._idle_s() >= cache_lifetime_s(config)
         horizon = min(
             config.prune_horizon * _steps(self._session.records), config.prune_max_payback
         )
@@ -126,7 +130,8 @@ class Pruner:
             if saved < config.prune_min_batch_tokens:
                 continue
             suffix = total - candidates[k].position
-            extra = (suffix - saved) * write - suffix * read
+            # a cold cache writes the suffix anyway: the stubs only make it smaller
+            extra = -saved * write if cold else (suffix - saved) * write - suffix * read
             value = saved * read * horizon - extra
             if value > best_value and extra <= affordable:
                 best_value = value
@@ -245,6 +250,16 @@ class Pruner:
             saving = self._savings[record.index] = _stub_saving(entry, native)
         return saving
 
+    def _idle_s(self) -> float:
+        """Seconds since the newest reply: about how long the prompt cache has been idle."""
+        for record in reversed(self._session.records):
+            if isinstance(record.entry, AssistantEntry) and record.ts:
+                when = datetime.fromisoformat(record.ts)
+                if when.tzinfo is None:  # the log writes UTC
+                    when = when.replace(tzinfo=UTC)
+                return (datetime.now(UTC) - when).total_seconds()
+        return 0.0
+
     def _externalized(self, live: Sequence[LogRecord]) -> int:
         """Tokens the results in view carry less than their full outputs (a lower bound:
         four characters a token)."""
@@ -273,6 +288,17 @@ class _NameIndex:
         names = [n for n in names_in(text) if n not in self._kept and n not in self._listed]
         self._listed.update(names)
         return names
+
+
+def cache_lifetime_s(config: Config) -> float:
+    """How long an idle prompt cache lives: ``cache_expiry_s``, else what the providers
+    were asked for (OpenAI's 24h retention, Anthropic's 1h breakpoints), else 5 minutes
+    (Anthropic's default; OpenAI keeps an idle cache 5 to 10 minutes)."""
+    if config.cache_expiry_s is not None:
+        return config.cache_expiry_s
+    if config.prompt_cache_retention == "24h":
+        return 86_400.0
+    return 3_600.0 if config.cache_ttl == "1h" else 300.0
 
 
 def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
