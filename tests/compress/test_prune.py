@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -382,3 +383,12 @@ def test_the_cache_lives_as_long_as_the_providers_were_asked_to_keep_it():
     assert cache_lifetime_s(Config(cache_ttl="1h")) == 3600
     assert cache_lifetime_s(Config(prompt_cache_retention="24h")) == 86_400
     assert cache_lifetime_s(Config(cache_ttl="1h", cache_expiry_s=60)) == 60
+
+
+def test_a_pause_between_two_decisions_longer_than_the_cache_lives_prunes_for_free(tmp_path):
+    session = session_with_steps(tmp_path / "s", [120] * 30)
+    p = pruner(session, prune_risk_share=0.0, cache_expiry_s=2.0)  # the log keeps seconds
+    assert p.decide() is None, "the replies are fresh: the cache is warm"
+    time.sleep(2.1)
+    decision = p.decide()
+    assert decision is not None and decision.extra < 0

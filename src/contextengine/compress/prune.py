@@ -103,12 +103,16 @@ class Pruner:
         self._seen = 0  # the history's size (tokens) at the last step
         self._banked = 0.0  # what prunes have saved so far, net of their extras
         self._in_effect = 0  # tokens every request carries less because of the prunes
+        self._asked: datetime | None = None  # the last decide(): about when a request went out
 
     def decide(self) -> PruneDecision | None:
         """The batch worth pruning now, or ``None`` when no batch pays for its rewrite."""
         if not self._config.flag("pruning"):
             return None
         config = self._config
+        now = datetime.now(UTC)
+        cold = self._idle_s(now) >= cache_lifetime_s(config)
+        self._asked = now
         read, write = config.cache_read_price, config.cache_write_price
         live = self._session.live
         candidates, total = self._candidates(live)
@@ -118,7 +122,6 @@ class Pruner:
         if not candidates or read <= 0:  # free cache reads: a smaller prefix saves nothing
             return None
         affordable = self._banked + config.prune_risk_share * self._spent
-        cold = self._idle_s() >= cache_lifetime_s(config)
         horizon = min(
             config.prune_horizon * _steps(self._session.records), config.prune_max_payback
         )
@@ -250,14 +253,18 @@ class Pruner:
             saving = self._savings[record.index] = _stub_saving(entry, native)
         return saving
 
-    def _idle_s(self) -> float:
-        """Seconds since the newest reply: about how long the prompt cache has been idle."""
+    def _idle_s(self, now: datetime) -> float:
+        """About how long the prompt cache has been idle: the seconds since the last
+        decision (one is made before each request), or, for a session opened again, since
+        its newest reply."""
+        if self._asked is not None:
+            return (now - self._asked).total_seconds()
         for record in reversed(self._session.records):
             if isinstance(record.entry, AssistantEntry) and record.ts:
                 when = datetime.fromisoformat(record.ts)
                 if when.tzinfo is None:  # the log writes UTC
                     when = when.replace(tzinfo=UTC)
-                return (datetime.now(UTC) - when).total_seconds()
+                return (now - when).total_seconds()
         return 0.0
 
     def _externalized(self, live: Sequence[LogRecord]) -> int:
