@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from contextengine import MODES, Config, ScriptedProvider
 from contextengine.agent.loop import Agent
 from contextengine.agent.subagents import delegation_depth
 from contextengine.cli import app
+from contextengine.context.request import Request
 from contextengine.measure.report import load_usage, usage_report
 from contextengine.session.entries import ToolResultEntry, UserEntry
 from contextengine.session.meta import META_FILE, SessionMeta, load_meta
@@ -277,3 +279,22 @@ def test_depth_counts_parent_links_and_always_ends(parents: list[int | None]) ->
                 seen.add(at)
                 at = parents[at] if at < len(parents) else None
             assert delegation_depth(Path(tmp) / f"s{k}") == expected
+
+
+def test_stopping_the_parent_stops_its_child_before_the_child_next_step(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    asked: list[str] = []
+
+    def model(request: Request) -> dict[str, Any]:
+        asked.append(request.purpose)
+        if len(asked) == 1:
+            return delegate("Summarize the cache notes into notes.md.")
+        cancel.set()  # the user presses Stop while the child's model answers
+        return CHILD_WRITES[0]
+
+    with Agent(ScriptedProvider(model), tmp_path / "ws", SUBAGENTS) as agent:
+        result = agent.run("Get the notes summarized.", cancel)
+        (delegated,) = results(agent)
+    assert result.status == "cancelled" and len(asked) == 2
+    assert delegated.status == "error" and "(cancelled" in delegated.content
+    assert (tmp_path / "ws" / "notes.md").read_text() == "sum\n", "the child's step ran to its end"

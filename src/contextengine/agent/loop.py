@@ -141,6 +141,7 @@ class Agent:
             self.harness,
         )
         self._stats = AgentStats()
+        self.cancel: threading.Event | None = None  # the running turn's, which children share
         self.tool_context.delegate = SubAgents(self, Agent.from_parts)
 
     @classmethod
@@ -220,9 +221,10 @@ class Agent:
         """The folder holding the session log, usage log, artifacts and memory files."""
         return self.session.directory
 
-    def run(self, message: str) -> RunResult:
-        """Run one user turn to its final answer and return the result."""
-        for event in self.stream(message):
+    def run(self, message: str, cancel: threading.Event | None = None) -> RunResult:
+        """Run one user turn to its final answer (or until ``cancel`` is set, as in
+        ``stream``) and return the result."""
+        for event in self.stream(message, cancel):
             if isinstance(event, Done):
                 return event.result
         raise ContextEngineError("the agent stopped without a result")
@@ -248,9 +250,13 @@ class Agent:
         ``recorded_at``: the turn's user entry is already recorded at this index (a turn
         a dead worker began): continue it from the record instead of appending it again.
         """
-        for event in self._turn(message, cancel, recorded_at):
-            self._stats.observe(event)
-            yield event
+        self.cancel = cancel
+        try:
+            for event in self._turn(message, cancel, recorded_at):
+                self._stats.observe(event)
+                yield event
+        finally:
+            self.cancel = None
 
     def _turn(
         self, message: str, cancel: threading.Event | None, recorded_at: int | None

@@ -6,11 +6,14 @@ object (so one scripted provider drives parent and child in the order they ask) 
 parent's tools (the same definitions, so the child's prefix starts as the parent's). It
 runs its task as one turn to its end within ``delegate_max_steps``; how deep children may
 nest is ``max_delegate_depth``, counted along the ``parent`` links of the session folders.
+A child shares its parent turn's cancel token: stopping the parent stops the child before
+its next step, and the parent after the delegation's observation.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Protocol
 
@@ -32,6 +35,7 @@ class ParentAgent(Protocol):
     workspace: Path
     session: Session
     toolset: ToolRunner
+    cancel: threading.Event | None  # the running turn's cancel token
 
     @property
     def mode(self) -> str | None:
@@ -44,8 +48,8 @@ class ChildAgent(Protocol):
 
     session: Session
 
-    def run(self, message: str) -> RunResult:
-        """Run the task to its final answer."""
+    def run(self, message: str, cancel: threading.Event | None = None) -> RunResult:
+        """Run the task to its final answer, or until ``cancel`` is set."""
         ...
 
     def close(self) -> None:
@@ -90,7 +94,7 @@ class SubAgents:
         )
         child = self._start(parts, mode=mode or parent.mode)
         try:
-            result = child.run(task)
+            result = child.run(task, parent.cancel)
             return ChildReport(
                 session_id=child.session.id,
                 status=result.status,
