@@ -17,6 +17,7 @@ from contextengine.context.builder import ContextBuilder
 from contextengine.context.monitor import PrefixMonitor
 from contextengine.session.entries import (
     AssistantEntry,
+    PrunedCall,
     PruneEntry,
     ToolCallRecord,
     ToolResultEntry,
@@ -335,18 +336,24 @@ def session_with_thoughts(folder: Path, protocol: str, reply: str) -> Session:
 THOUGHT = "Maybe the parser drops the last token when the input ends early.\n" * 30
 
 
-def test_an_old_reply_loses_its_head_and_keeps_what_it_does_next(tmp_path):
-    reply = THOUGHT + "Next: list the folder once more to see what changed."
-    session = session_with_thoughts(tmp_path / "s", "native", reply)
+def pruned_replies(
+    folder: Path, protocol: str, reply: str
+) -> list[tuple[AssistantEntry, PrunedCall]]:
+    """Prune a session of ``reply``-long replies; each pruned reply with its stand-in."""
+    session = session_with_thoughts(folder, protocol, reply)
     p = pruner(session, prune_horizon=4.0)
     entry = p.prune(p.decide())
     assert entry.calls
-    for call in entry.calls:
-        original = session.records[call.index].entry
+    return [(session.records[c.index].entry, c) for c in entry.calls]
+
+
+def test_an_old_reply_loses_its_head_and_keeps_what_it_does_next(tmp_path):
+    reply = THOUGHT + "Next: list the folder once more to see what changed."
+    for original, call in pruned_replies(tmp_path / "s", "native", reply):
         text = call.assistant.text
         assert text.startswith("[pruned: ") and text.endswith(reply.splitlines()[-1])
         (ref,) = call.refs
-        head = (session.directory / ref).read_text()
+        head = (tmp_path / "s" / ref).read_text()
         assert original.text == head + original.text[len(head) :]
         assert len(text) < len(original.text) / 3
 
@@ -354,12 +361,7 @@ def test_an_old_reply_loses_its_head_and_keeps_what_it_does_next(tmp_path):
 def test_a_text_protocol_reply_keeps_its_whole_action_block(tmp_path):
     command = "\n".join(f"sed -n '{i},{i + 1}p' src/module_{{k}}.py" for i in range(20))
     reply = THOUGHT + f"THOUGHT: print the lines.\n\n```bash\n{command}\n```"
-    session = session_with_thoughts(tmp_path / "s", "text", reply)
-    p = pruner(session, prune_horizon=4.0)
-    entry = p.prune(p.decide())
-    assert entry.calls
-    for call in entry.calls:
-        original = session.records[call.index].entry
+    for original, call in pruned_replies(tmp_path / "s", "text", reply):
         action = original.text[original.text.index("```bash") :]
         assert call.assistant.text.endswith("\n" + action), "the action stays whole"
         assert call.assistant.text.startswith("[pruned: ")
