@@ -141,7 +141,7 @@ class Agent:
             self.harness,
         )
         self._stats = AgentStats()
-        self.cancel: threading.Event | None = None  # the running turn's, which children share
+        self.cancel_token: threading.Event | None = None  # the running turn's; children share it
         self.tool_context.delegate = SubAgents(self, Agent.from_parts)
 
     @classmethod
@@ -250,13 +250,13 @@ class Agent:
         ``recorded_at``: the turn's user entry is already recorded at this index (a turn
         a dead worker began): continue it from the record instead of appending it again.
         """
-        self.cancel = cancel
+        self.cancel_token = cancel
         try:
             for event in self._turn(message, cancel, recorded_at):
                 self._stats.observe(event)
                 yield event
         finally:
-            self.cancel = None
+            self.cancel_token = None
 
     def _turn(
         self, message: str, cancel: threading.Event | None, recorded_at: int | None

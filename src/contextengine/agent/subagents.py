@@ -35,7 +35,7 @@ class ParentAgent(Protocol):
     workspace: Path
     session: Session
     toolset: ToolRunner
-    cancel: threading.Event | None  # the running turn's cancel token
+    cancel_token: threading.Event | None  # the running turn's (None between turns)
 
     @property
     def mode(self) -> str | None:
@@ -94,7 +94,7 @@ class SubAgents:
         )
         child = self._start(parts, mode=mode or parent.mode)
         try:
-            result = child.run(task, parent.cancel)
+            result = child.run(task, parent.cancel_token)
             return ChildReport(
                 session_id=child.session.id,
                 status=result.status,
