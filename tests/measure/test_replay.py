@@ -267,3 +267,16 @@ def test_a_recorded_todo_tool_is_the_plan_the_tail_recites(tmp_path: Path) -> No
     )
     assert tails[1] == "Focus: step 2", "the recorded list, just before, names the step"
     assert tails[2] == tails[3] == "Focus: step 2 Fix the bug"
+
+
+def test_refs_name_artifacts_where_a_live_session_keeps_them() -> None:
+    """A ref or stub is read on every later request: the replay's paths are as long as a
+    live session's of the default layout, not a short folder that flatters the engine."""
+    from contextengine.measure.replay import replay_engine
+    from contextengine.measure.tokens import TokenCounter
+
+    calls = replay_engine(load_trajectory(NATIVE_SAMPLE), Config(), TokenCounter())
+    texts = [json.dumps(call.request.messages) for call in calls]
+    refs = [t for t in texts if "compressed_ref" in t]
+    assert refs, "the sample has outputs over the externalizing size"
+    assert all(".contextengine/sessions/default/default/workspace/replay-" in t for t in refs)

@@ -36,6 +36,7 @@ from contextengine.measure.recall import mean_recall, request_text, step_recall,
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory
+from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
 
@@ -205,8 +206,13 @@ def replay_engine(
     with tempfile.TemporaryDirectory(prefix="contextengine-replay-") as tmp:
         workspace = Path(tmp) / "workspace"
         sid = f"replay-{trajectory.digest}"
+        # Where a live session of the default layout sits: its artifact paths, which refs
+        # and stubs name on every later request, are as long as a live session's.
+        layout = SessionLayout.under(
+            workspace / DEFAULT_ROOT_NAME, settings.org, settings.team, workspace.name, sid
+        )
         session = Session.create(
-            workspace / ".contextengine" / sid,
+            layout.directory,
             session_id=sid,
             style=RenderStyle(protocol, settings.flag("diversity")),
             durable=False,
