@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -358,13 +359,24 @@ def test_an_old_reply_loses_its_head_and_keeps_what_it_does_next(tmp_path):
         assert len(text) < len(original.text) / 3
 
 
-def test_a_text_protocol_reply_keeps_its_whole_action_block(tmp_path):
-    command = "\n".join(f"sed -n '{i},{i + 1}p' src/module_{{k}}.py" for i in range(20))
-    reply = THOUGHT + f"THOUGHT: print the lines.\n\n```bash\n{command}\n```"
+COMMAND = "\n".join(f"sed -n '{i},{i + 1}p' src/module_{{k}}.py" for i in range(20))
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        f"```bash\n{COMMAND}\n```",  # mini-swe-agent
+        f'Action: shell_exec[{{{{"command": "{COMMAND}"}}}}]',  # ReAct
+        f"<function=execute_bash>\n<parameter=command>\n{COMMAND}\n</parameter>\n</function>",
+        f"<execute_bash>\n{COMMAND}\n</execute_bash>",  # CodeAct
+    ],
+)
+def test_a_text_protocol_reply_keeps_its_whole_action(tmp_path, action):
+    reply = THOUGHT + "THOUGHT: print the lines.\n\n" + action
     for original, call in pruned_replies(tmp_path / "s", "text", reply):
-        action = original.text[original.text.index("```bash") :]
-        assert call.assistant.text.endswith("\n" + action), "the action stays whole"
         assert call.assistant.text.startswith("[pruned: ")
+        assert call.assistant.text.endswith("\n" + action.format(k=call.index // 2))
+        assert original.text.endswith(call.assistant.text.split("\n", 1)[1])
 
 
 def test_a_stub_lists_only_names_it_does_not_hold_already():

@@ -68,7 +68,11 @@ STUB_MAX_SHARE = 0.7  # an argument whose stub is not this much shorter stays as
 TEXT_KEEP_CHARS = 150  # the end of a pruned reply stays: where it says what it does next
 TEXT_MIN_CHARS = 250  # a reply's head shorter than this stays
 
-_ACTION_LINE = re.compile(r"^[ \t]*\**Action\**[ \t]*:", re.M)
+# A text protocol's action: ReAct's ``Action:`` line, or a tagged call (OpenHands'
+# ``<function=…>`` and ``<execute_bash>``, Hermes' ``<tool_call>``, ``<invoke …>``).
+_ACTION_LINE = re.compile(
+    r"^[ \t]*(?:\**Action\**[ \t]*:|<(?:function=|execute_|tool_call>|invoke\b))", re.M
+)
 _FENCE_LINE = re.compile(r"^[ \t]*```", re.M)
 
 _Stubber = Callable[[str, str], str]
@@ -361,8 +365,8 @@ def _text_cut(text: str, native: bool) -> int:
 
 
 def _action_start(text: str) -> int:
-    """Where a text-protocol reply's action begins: its last ``Action:`` line or the
-    opening of its last code block (the text's length when it has neither)."""
+    """Where a text-protocol reply's action begins: its last ``Action:`` or tagged-call
+    line, else the opening of its last code block (the text's length when it has none)."""
     actions = [m.start() for m in _ACTION_LINE.finditer(text)]
     if actions:
         return actions[-1]
