@@ -401,8 +401,9 @@ def test_the_cache_lives_as_long_as_the_providers_were_asked_to_keep_it():
 
 def test_a_pause_between_two_decisions_longer_than_the_cache_lives_prunes_for_free(tmp_path):
     session = session_with_steps(tmp_path / "s", [120] * 30)
-    p = pruner(session, prune_risk_share=0.0, cache_expiry_s=2.0)  # the log keeps seconds
+    p = pruner(session, prune_risk_share=0.0, cache_expiry_s=3.0)  # the log keeps seconds
     assert p.decide() is None, "the replies are fresh: the cache is warm"
-    time.sleep(2.1)
+    assert p.decide() is None, "a request just went out: the cache is warm"
+    time.sleep(3.1)
     decision = p.decide()
     assert decision is not None and decision.extra < 0
