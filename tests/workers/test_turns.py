@@ -21,6 +21,7 @@ from contextengine.session.entries import (
 )
 from contextengine.session.meta import SessionMeta
 from contextengine.session.store.postgres import PostgresStore
+from contextengine.workers.engine import celery_app
 from contextengine.workers.replica import TurnDispatcher
 from contextengine.workers.tables import connect
 from contextengine.workers.turns import run_turn
@@ -129,3 +130,20 @@ def test_a_bad_script_file_is_one_clear_error(tmp_path: Path, text: str) -> None
     script.write_text(text)
     with pytest.raises(ConfigError, match=r"scripted provider .*script\.json"):
         scripted_from_file(script)
+
+
+def test_a_worker_killed_while_it_looks_for_lost_turns_holds_their_redelivery_briefly(
+    redis: Redis,
+) -> None:
+    """Looking for turns whose worker died takes a lock in Redis; a worker killed while it
+    holds it leaves it behind, and until it lapses no worker redelivers anything."""
+    from kombu.transport.redis import Mutex
+
+    app = celery_app(Config(broker=redis.database(4), worker_redelivery_s=3))
+    with app.connection_for_read() as connection:
+        channel = connection.default_channel
+        qos = channel.qos
+        dead = Mutex(channel.client, qos.unacked_mutex_key, qos.unacked_mutex_expire)
+        dead.__enter__()  # the scan's lock, taken and never given back
+        assert 0 < channel.client.ttl(qos.unacked_mutex_key) <= 3
+        dead.__exit__(None, None, None)

@@ -8,6 +8,7 @@ Workers take one message at a time per thread (no prefetch hoarding behind a slo
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from contextengine.config import Config
@@ -33,6 +34,7 @@ def celery_app(config: Config) -> Celery:
             "turns on workers need Celery: pip install 'contextengine[workers]'"
         ) from None
     app = Celery("contextengine", broker=config.broker)
+    restore_s = min(10.0, config.worker_redelivery_s)
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -45,8 +47,11 @@ def celery_app(config: Config) -> Celery:
         broker_transport_options={
             "visibility_timeout": config.worker_redelivery_s,
             # how often a worker looks for turns whose worker died
-            "unacked_restore_interval": min(10.0, config.worker_redelivery_s),
+            "unacked_restore_interval": restore_s,
             "unacked_restore_throttle": 1,
+            # A worker killed during that look leaves its lock behind: it must lapse soon
+            # (kombu's default, 5 minutes, holds every dead worker's turn that long).
+            "unacked_mutex_expire": math.ceil(restore_s),
         },
         worker_hijack_root_logger=False,
     )
