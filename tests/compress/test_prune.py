@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -407,3 +408,12 @@ def test_a_pause_between_two_decisions_longer_than_the_cache_lives_prunes_for_fr
     time.sleep(3.1)
     decision = p.decide()
     assert decision is not None and decision.extra < 0
+
+
+def test_a_reopened_log_whose_reply_time_is_unreadable_prunes_as_with_a_warm_cache(tmp_path):
+    folder = tmp_path / "s"
+    session_with_steps(folder, [120] * 30).close()
+    log = folder / "session.jsonl"
+    log.write_text(re.sub(r'"ts":"[^"]*"', '"ts":"late on Tuesday"', log.read_text()))
+    p = pruner(Session.open(folder), prune_risk_share=0.0, cache_expiry_s=1.0)
+    assert p.decide() is None, "no known pause: the cache counts as warm, and no bet is afforded"

@@ -265,7 +265,10 @@ class Pruner:
             return (now - self._asked).total_seconds()
         for record in reversed(self._session.records):
             if isinstance(record.entry, AssistantEntry) and record.ts:
-                when = datetime.fromisoformat(record.ts)
+                try:
+                    when = datetime.fromisoformat(record.ts)
+                except ValueError:  # a log edited by hand: the idle time is unknown
+                    return 0.0
                 if when.tzinfo is None:  # the log writes UTC
                     when = when.replace(tzinfo=UTC)
                 return (now - when).total_seconds()
@@ -350,8 +353,8 @@ def _text_cut(text: str, native: bool) -> int:
 
     The text's last ``TEXT_KEEP_CHARS`` (from a line start) stay, where a reply says what
     it does next; a text-protocol reply (``native`` false) states its action there too, so
-    its last code block or ``Action:`` line stays whole however long. The head goes only
-    when it is long enough to be worth a stub.
+    its action (``_action_start``) stays whole however long. The head goes only when it is
+    long enough to be worth a stub.
     """
     start = len(text) - TEXT_KEEP_CHARS
     if not native:
