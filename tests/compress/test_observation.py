@@ -74,10 +74,10 @@ def test_50kb_output_is_externalized_and_recovered_exactly(h: Harness) -> None:
     args, out = h.run("shell_exec", command=BIG)
     assert len(out.text) > 50_000
     obs = h.processor().process(7, "shell_exec", args, out)
-    assert obs.full_ref == "artifacts/obs-000007-shell_exec.txt"
+    assert obs.full_ref == "artifacts/7-shell_exec.txt"
     assert obs.original_length == len(out.text)
     ref = _ref_of(obs.live)
-    path = ".contextengine/sessions/o/t/ws/s1/artifacts/obs-000007-shell_exec.txt"
+    path = ".contextengine/sessions/o/t/ws/s1/artifacts/7-shell_exec.txt"
     assert ref.path == path
     assert (ref.type, ref.original_length, ref.recoverable) == ("other", len(out.text), True)
     assert ref.title == f"shell_exec {BIG}"[:120]
@@ -101,8 +101,8 @@ def test_cut_history_saves_the_full_text_even_under_the_threshold(h: Harness) ->
     obs = h.processor().process(2, "file_ls", args, out)
     assert len(out.text) < 3000
     assert obs.live == out.text
-    assert obs.full_ref == "artifacts/obs-000002-file_ls.txt"
-    assert "artifacts/obs-000002-file_ls.txt]" in json.loads(obs.history)["data"]["more"]
+    assert obs.full_ref == "artifacts/2-file_ls.txt"
+    assert "artifacts/2-file_ls.txt]" in json.loads(obs.history)["data"]["more"]
     assert (h.session_dir / obs.full_ref).read_text() == out.text
 
 
@@ -110,7 +110,7 @@ def test_externalize_off_keeps_live_full(h: Harness) -> None:
     args, out = h.run("shell_exec", command=BIG)
     obs = h.processor(externalize=False).process(1, "shell_exec", args, out)
     assert obs.live == out.text
-    assert obs.full_ref == "artifacts/obs-000001-shell_exec.txt"
+    assert obs.full_ref == "artifacts/1-shell_exec.txt"
     assert (h.session_dir / obs.full_ref).read_text() == out.text
 
 
@@ -122,7 +122,7 @@ def test_full_mode_keeps_the_full_text_or_the_ref(h: Harness) -> None:
     obs = h.processor("full").process(2, "shell_exec", args, big)
     assert obs.history == obs.live
     assert h.externalizer.recover(_ref_of(obs.history)) == big.text
-    assert obs.full_ref == "artifacts/obs-000002-shell_exec.txt"
+    assert obs.full_ref == "artifacts/2-shell_exec.txt"
 
 
 def test_full_mode_without_externalizing_is_pure_append(h: Harness) -> None:
@@ -196,7 +196,7 @@ def test_session_outside_the_workspace_is_addressed_absolutely(tmp_path: Path) -
     args, out = h.run("shell_exec", command=BIG)
     obs = h.processor().process(1, "shell_exec", args, out)
     ref = _ref_of(obs.live)
-    assert ref.path == str(session / "artifacts" / "obs-000001-shell_exec.txt")
+    assert ref.path == str(session / "artifacts" / "1-shell_exec.txt")
     read = h.toolset.execute(ToolCall("r", "file_read", json.dumps({"path": ref.path})), h.ctx)
     assert read.status == "success"
     assert read.data["total_lines"] == out.text.count("\n") + 1

@@ -1,4 +1,5 @@
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -274,9 +275,12 @@ def test_refs_name_artifacts_where_a_live_session_keeps_them() -> None:
     live session's of the default layout, not a short folder that flatters the engine."""
     from contextengine.measure.replay import replay_engine
     from contextengine.measure.tokens import TokenCounter
+    from contextengine.session.layout import new_session_id
 
     calls = replay_engine(load_trajectory(NATIVE_SAMPLE), Config(), TokenCounter())
     texts = [json.dumps(call.request.messages) for call in calls]
     refs = [t for t in texts if "compressed_ref" in t]
     assert refs, "the sample has outputs over the externalizing size"
-    assert all(".contextengine/sessions/default/default/workspace/replay-" in t for t in refs)
+    folders = {m for t in refs for m in re.findall(r"default/workspace/([^/]+)/artifacts/", t)}
+    assert len(folders) == 1 and len(folders.pop()) == len(new_session_id())
+    assert all(".contextengine/sessions/default/default/workspace/" in t for t in refs)

@@ -150,7 +150,7 @@ class ObservationProcessor:
 
 def artifact_name(entry_index: int, tool_name: str) -> str:
     """The artifact name hint of the tool result recorded as entry ``entry_index``."""
-    return f"obs-{entry_index:06d}-{tool_name}"
+    return f"{entry_index}-{tool_name}"
 
 
 def observation_kind(

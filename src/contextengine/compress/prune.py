@@ -189,7 +189,7 @@ class Pruner:
 
         def stubber(position: int) -> _Stubber:
             def stub(where: str, value: str) -> str:
-                name = f"arg-{index:06d}-{position}-{where}"
+                name = f"{index}-{position}-{where}"
                 held = names.new(value)
                 text = stub_text(len(value), self._externalizer.display_path(name), held)
                 if len(text) > len(value) * STUB_MAX_SHARE:
@@ -214,7 +214,7 @@ class Pruner:
         text = entry.text
         cut = _text_cut(text, native)
         if cut:
-            saved = self._externalizer.save(f"text-{index:06d}", text[:cut])
+            saved = self._externalizer.save(f"{index}-text", text[:cut])
             refs.append(self._externalizer.session_relative(saved))
             head = stub_text(cut, self._externalizer.display(saved), names.new(text[:cut]))
             text = f"{head}\n{text[cut:]}"

@@ -36,7 +36,7 @@ from contextengine.measure.recall import mean_recall, request_text, step_recall,
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory
-from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
+from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
 
@@ -205,9 +205,10 @@ def replay_engine(
     settings = config.with_flags(max_steps=steps)
     with tempfile.TemporaryDirectory(prefix="contextengine-replay-") as tmp:
         workspace = Path(tmp) / "workspace"
-        sid = f"replay-{trajectory.digest}"
-        # Where a live session of the default layout sits: its artifact paths, which refs
-        # and stubs name on every later request, are as long as a live session's.
+        sid = trajectory.digest[: len(new_session_id())]
+        # Where a live session of the default layout sits, under an id of a live id's
+        # length: its artifact paths, which refs and stubs name on every later request,
+        # are as long as a live session's.
         layout = SessionLayout.under(
             workspace / DEFAULT_ROOT_NAME, settings.org, settings.team, workspace.name, sid
         )

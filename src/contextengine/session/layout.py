@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from contextengine.errors import ConfigError
@@ -16,8 +15,13 @@ DEFAULT_ROOT_NAME = ".contextengine/sessions"
 
 
 def new_session_id() -> str:
-    """A sortable, unique session id: ``YYYYmmdd-HHMMSS-<8 hex>``."""
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(4)
+    """A unique session id of 8 hex digits.
+
+    Every artifact path a ref or stub names holds it, and every later request reads those
+    paths: a dated id (``YYYYmmdd-HHMMSS-…``) cost 7 tokens more on each. Listings sort by
+    the session's creation time instead.
+    """
+    return secrets.token_hex(4)
 
 
 def safe_name(value: str, what: str) -> str:
