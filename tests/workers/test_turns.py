@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from contextengine import Config
 from contextengine.agent.loop import Agent
 from contextengine.errors import ConfigError
-from contextengine.providers.scripted import ReplayedScript, scripted_from_file
+from contextengine.providers.scripted import ReplayedScript, ScriptedProvider, scripted_from_file
 from contextengine.session.entries import (
     AssistantEntry,
     ToolCallRecord,
@@ -47,13 +48,18 @@ def _queue(config: Config, session: str, accepted_at: int, message: str) -> int:
     return int(row[0])
 
 
-def _events(config: Config, session: str) -> list[str]:
+def _recorded(config: Config, session: str) -> list[tuple[str, dict[str, Any]]]:
     assert config.store is not None
     with connect(PostgresStore(config.store)) as conn:
         rows = conn.execute(
-            "SELECT event FROM contextengine_events WHERE session = %s ORDER BY id", (session,)
+            "SELECT event, data FROM contextengine_events WHERE session = %s ORDER BY id",
+            (session,),
         ).fetchall()
-    return [r[0] for r in rows]
+    return [(event, json.loads(data)) for event, data in rows]
+
+
+def _events(config: Config, session: str) -> list[str]:
+    return [event for event, _ in _recorded(config, session)]
 
 
 def test_a_turn_a_dead_worker_began_continues_without_rerunning_its_tool_call(
@@ -147,3 +153,61 @@ def test_a_worker_killed_while_it_looks_for_lost_turns_holds_their_redelivery_br
         dead.__enter__()  # the scan's lock, taken and never given back
         assert 0 < channel.client.ttl(qos.unacked_mutex_key) <= 3
         dead.__exit__(None, None, None)
+
+
+def test_a_stop_reaches_the_worker_running_the_turn(
+    postgres: Postgres, redis: Redis, tmp_path: Path
+) -> None:
+    config = Config(store=postgres.new_database("turns_stop"), broker=redis.database(3))
+    with Agent(_script(SessionMeta("", "")), tmp_path, config) as agent:
+        session = agent.session.id
+    dispatcher = TurnDispatcher(config)
+    asked: list[object] = []
+
+    def model(request: object) -> dict[str, Any]:
+        # Stop is pressed while the first model call runs, as a user would in the web UI.
+        asked.append(request)
+        assert dispatcher.cancel(session) is not None
+        return sleeping_script(0)[0]
+
+    try:
+        follow = dispatcher.accept(session, "Wait, please.")
+        assert follow is not None
+        (turn,) = _open_turns(config, session)
+        assert run_turn(turn, config, lambda _: ScriptedProvider(model)) == "done"
+        assert dispatcher.cancel(session) is None, "no turn is open any more"
+    finally:
+        dispatcher.stop()
+    recorded = _recorded(config, session)
+    assert len(asked) == 1, "no step after the stop"
+    assert [e for e, _ in recorded].count("tool_result") == 1, "the step in progress ends"
+    assert recorded[-1][0] == "done" and recorded[-1][1]["result"]["status"] == "cancelled"
+
+
+def test_a_stop_before_a_worker_takes_the_turn_ends_it_at_once(
+    postgres: Postgres, redis: Redis, tmp_path: Path
+) -> None:
+    config = Config(store=postgres.new_database("turns_stop_early"), broker=redis.database(4))
+    with Agent(_script(SessionMeta("", "")), tmp_path, config) as agent:
+        session = agent.session.id
+    dispatcher = TurnDispatcher(config)
+    try:
+        assert dispatcher.cancel(session) is None, "nothing to stop before a turn is queued"
+        assert dispatcher.accept(session, "Wait, please.") is not None
+        (turn,) = _open_turns(config, session)
+        assert dispatcher.cancel(session) == turn
+        assert run_turn(turn, config, _script) == "done"
+    finally:
+        dispatcher.stop()
+    recorded = _recorded(config, session)
+    assert "tool_call" not in [e for e, _ in recorded]
+    assert recorded[-1][1]["result"]["status"] == "cancelled"
+
+
+def _open_turns(config: Config, session: str) -> list[int]:
+    assert config.store is not None
+    with connect(PostgresStore(config.store)) as conn:
+        rows = conn.execute(
+            "SELECT id FROM contextengine_turns WHERE session = %s AND NOT done", (session,)
+        ).fetchall()
+    return [int(r[0]) for r in rows]

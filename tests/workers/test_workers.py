@@ -10,7 +10,7 @@ import pytest
 from support.postgres import Postgres
 from support.redis import Redis
 
-from .cluster import TURN_SCRIPT, Cluster, post_turn
+from .cluster import TURN_SCRIPT, Cluster, post_turn, sleeping_script
 
 
 @pytest.fixture
@@ -47,3 +47,23 @@ def test_a_worker_runs_the_turns_a_replica_queues_and_the_replica_streams_them(
             assert kinds.count("user") == 2
             replay = client.get(f"/api/sessions/{session}/events").text
             assert replay.count("event: done") == 2
+
+
+def test_stop_in_the_web_ui_reaches_the_worker_running_the_turn(cluster: Cluster) -> None:
+    cluster.worker("worker-1", script=sleeping_script(2))
+    replica = cluster.replica("replica-1")
+    with replica.client() as client, replica.client() as stopper:
+        session = client.post("/api/sessions").json()["id"]
+        assert stopper.post(f"/api/sessions/{session}/cancel").status_code == 409
+        answers: list[int] = []
+
+        def stop_once_the_command_runs(line: str) -> None:
+            if line == "event: tool_call" and not answers:
+                answers.append(stopper.post(f"/api/sessions/{session}/cancel").status_code)
+
+        events = post_turn(client, session, "Wait, please.", stop_once_the_command_runs)
+        assert answers == [202]
+        assert [e.event for e in events].count("tool_result") == 1
+        assert events[-1].event == "done"
+        assert events[-1].data["result"]["status"] == "cancelled"
+        assert stopper.post(f"/api/sessions/{session}/cancel").status_code == 409

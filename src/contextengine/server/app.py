@@ -216,6 +216,11 @@ def create_app(
 
     @app.post("/api/sessions/{session_id}/cancel", status_code=202)
     async def cancel(session_id: str) -> dict[str, Any]:
+        if dispatcher is not None:
+            turn = await run_in_threadpool(dispatcher.cancel, session_id)
+            if turn is None:
+                raise ApiError(409, f"session {session_id!r} is not running a turn")
+            return {"cancelling": True, "turn": {"id": turn}}
         channel = await run_in_threadpool(store.channel, session_id)
         if not channel.cancel():
             raise ApiError(409, f"session {session_id!r} is not running a turn")

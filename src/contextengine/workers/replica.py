@@ -33,6 +33,11 @@ ON CONFLICT DO NOTHING
 RETURNING id
 """
 LAST_EVENT = "SELECT COALESCE(MAX(id), 0) FROM contextengine_events WHERE session = %s"
+REQUEST_STOP = """
+UPDATE contextengine_turns SET stop_requested = true
+WHERE session = %s AND NOT done
+RETURNING id
+"""
 OPEN_TURN = "SELECT EXISTS (SELECT 1 FROM contextengine_turns WHERE session = %s AND NOT done)"
 READ_AFTER = """
 SELECT id, event, data FROM contextengine_events
@@ -100,6 +105,14 @@ class TurnDispatcher:
                 self._conn.execute("DELETE FROM contextengine_turns WHERE id = %s", (row[0],))
             raise ContextEngineError(f"broker: cannot queue the turn ({exc})") from None
         return Follow(last, last)
+
+    def cancel(self, session: str) -> int | None:
+        """Ask the worker on ``session``'s open turn to stop before its next step (a worker
+        that has not started it yet ends it at once); the turn's id, ``None`` when none is
+        open."""
+        with self._conn_lock, self._conn.transaction():
+            row = self._conn.execute(REQUEST_STOP, (session,)).fetchone()
+        return None if row is None else int(row[0])
 
     def follow(self, session: str, after: int) -> Follow:
         """Events after ``after``, and the open turn's live ones to its ``done``."""

@@ -3,7 +3,8 @@
 A turn row is written by the replica that accepted the message and marked ``done`` by the
 worker in the same transaction as the turn's ``done`` event, so a turn re-delivered after
 its worker died can tell whether it already finished. At most one turn per session is open
-(a unique partial index), which is the API's 409. Events are numbered per session (the SSE
+(a unique partial index), which is the API's 409. A replica asks the open turn to stop by
+setting its ``stop_requested``, which the worker reads after each event it records. Events are numbered per session (the SSE
 ids); every insert notifies ``contextengine_events`` with the session id so replicas that
 ``LISTEN`` wake up and read the rows after the last id they sent.
 """
@@ -30,6 +31,8 @@ CREATE TABLE IF NOT EXISTS contextengine_turns (
     message text NOT NULL,
     done boolean NOT NULL DEFAULT false
 );
+ALTER TABLE contextengine_turns
+    ADD COLUMN IF NOT EXISTS stop_requested boolean NOT NULL DEFAULT false;
 CREATE UNIQUE INDEX IF NOT EXISTS contextengine_turns_open
     ON contextengine_turns (session) WHERE NOT done;
 CREATE TABLE IF NOT EXISTS contextengine_events (

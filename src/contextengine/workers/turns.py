@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,9 @@ SELECT t.session, s.directory, t.accepted_at, t.message, t.done
 FROM contextengine_turns t JOIN contextengine_sessions s ON s.id = t.session
 WHERE t.id = %s
 """
+
+
+STOP_REQUESTED = "SELECT stop_requested FROM contextengine_turns WHERE id = %s"
 
 
 @dataclass(frozen=True)
@@ -94,11 +98,18 @@ def _drive(
         provider = provider_for(load_meta(turn.directory))
         agent = Agent.resume(turn.directory, provider, config)
         recorded_at = _recorded_at(agent, turn.accepted_at)
-        for event in agent.stream(turn.message, recorded_at=recorded_at):
+        # The agent checks the token before each step: a stop asked for while an event was
+        # recorded (or before this worker took the turn) ends the turn before the next one.
+        cancel = threading.Event()
+        if _stop_requested(conn, turn):
+            cancel.set()
+        for event in agent.stream(turn.message, cancel, recorded_at=recorded_at):
             if isinstance(event, Done):
                 _finish(conn, turn, event)
                 return
             add_event(conn, turn.session, event.type, _data(event))
+            if not cancel.is_set() and _stop_requested(conn, turn):
+                cancel.set()
     except Exception as exc:
         logger.exception("turn %s of session %s failed", turn.id, turn.session)
         text = f"{type(exc).__name__}: {exc}"
@@ -107,6 +118,11 @@ def _drive(
     finally:
         if agent is not None:
             agent.close()
+
+
+def _stop_requested(conn: psycopg.Connection[Any], turn: QueuedTurn) -> bool:
+    row = conn.execute(STOP_REQUESTED, (turn.id,)).fetchone()
+    return bool(row and row[0])
 
 
 def _recorded_at(agent: Agent, accepted_at: int) -> int | None:
