@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,21 +50,30 @@ def test_a_worker_runs_the_turns_a_replica_queues_and_the_replica_streams_them(
             assert replay.count("event: done") == 2
 
 
-def test_stop_in_the_web_ui_reaches_the_worker_running_the_turn(cluster: Cluster) -> None:
+def test_the_web_ui_sees_and_stops_the_turn_a_worker_runs(cluster: Cluster) -> None:
     cluster.worker("worker-1", script=sleeping_script(2))
     replica = cluster.replica("replica-1")
-    with replica.client() as client, replica.client() as stopper:
+    with replica.client() as client, replica.client() as ui:
         session = client.post("/api/sessions").json()["id"]
-        assert stopper.post(f"/api/sessions/{session}/cancel").status_code == 409
+        assert ui.post(f"/api/sessions/{session}/cancel").status_code == 409
+        seen: list[dict[str, Any]] = []
         answers: list[int] = []
 
-        def stop_once_the_command_runs(line: str) -> None:
+        def look_then_stop_once_the_command_runs(line: str) -> None:
             if line == "event: tool_call" and not answers:
-                answers.append(stopper.post(f"/api/sessions/{session}/cancel").status_code)
+                listed = ui.get("/api/sessions").json()["sessions"]
+                seen.extend(s for s in listed if s["id"] == session)
+                seen.append(ui.get(f"/api/sessions/{session}").json())
+                answers.append(ui.delete(f"/api/sessions/{session}").status_code)
+                answers.append(ui.post(f"/api/sessions/{session}/cancel").status_code)
 
-        events = post_turn(client, session, "Wait, please.", stop_once_the_command_runs)
-        assert answers == [202]
+        events = post_turn(client, session, "Wait, please.", look_then_stop_once_the_command_runs)
+        assert answers == [409, 202], "no delete while a worker runs the turn; stop it"
+        turn = {"first_event_id": events[0].id, "entry_index": 0, "message": "Wait, please."}
+        assert [(s["busy"], s["turn"]) for s in seen] == [(True, turn)] * 2
         assert [e.event for e in events].count("tool_result") == 1
         assert events[-1].event == "done"
         assert events[-1].data["result"]["status"] == "cancelled"
-        assert stopper.post(f"/api/sessions/{session}/cancel").status_code == 409
+        assert ui.post(f"/api/sessions/{session}/cancel").status_code == 409
+        after = ui.get(f"/api/sessions/{session}").json()
+        assert (after["busy"], after["turn"]) == (False, None)

@@ -32,7 +32,7 @@ import asyncio
 import secrets
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,7 +48,7 @@ from contextengine.config import Config
 from contextengine.errors import ConfigError, ContextEngineError
 from contextengine.measure.inspector import CallView, first_difference, inspect_session, timeline
 from contextengine.measure.report import usage_report
-from contextengine.server.channel import SessionChannel, Subscription
+from contextengine.server.channel import SessionChannel, Subscription, TurnInfo
 from contextengine.server.errors import ApiError, install_error_handlers
 from contextengine.server.files import (
     list_artifacts,
@@ -58,7 +58,7 @@ from contextengine.server.files import (
 )
 from contextengine.server.guard import NO_TOKEN, TOKEN_COOKIE, Guard, GuardSettings
 from contextengine.server.handover import hand_overs
-from contextengine.server.store import ProviderFactory, SessionStore
+from contextengine.server.store import ProviderFactory, SessionInfo, SessionStore
 from contextengine.session.layout import SessionLayout
 from contextengine.workers.replica import Follow, TurnDispatcher
 
@@ -156,11 +156,23 @@ def create_app(
     def server_status() -> dict[str, Any]:
         return asdict(store.status())
 
+    def with_worker_turns(*infos: SessionInfo) -> list[SessionInfo]:
+        """``infos`` with the turns workers run for them (a replica's channels run none)."""
+        if dispatcher is None:
+            return list(infos)
+        turns = dispatcher.open_turns()
+        return [
+            replace(i, busy=True, turn=TurnInfo(t.first_event_id, t.entry_index, t.message))
+            if (t := turns.get(i.id)) is not None
+            else i
+            for i in infos
+        ]
+
     @app.get("/api/sessions")
     def list_sessions(search: str | None = None) -> dict[str, Any]:
         return {
             "workspace": str(store.workspace),
-            "sessions": [asdict(s) for s in store.sessions(search)],
+            "sessions": [asdict(s) for s in with_worker_turns(*store.sessions(search))],
         }
 
     @app.post("/api/sessions", status_code=201)
@@ -169,7 +181,7 @@ def create_app(
 
     @app.get("/api/sessions/{session_id}")
     def get_session(session_id: str) -> dict[str, Any]:
-        return asdict(store.info(session_id))
+        return asdict(with_worker_turns(store.info(session_id))[0])
 
     @app.patch("/api/sessions/{session_id}")
     def rename_session(session_id: str, body: TitleIn) -> dict[str, Any]:
@@ -180,6 +192,8 @@ def create_app(
 
     @app.delete("/api/sessions/{session_id}")
     def delete_session(session_id: str) -> dict[str, Any]:
+        if dispatcher is not None and session_id in dispatcher.open_turns():
+            raise ApiError(409, f"session {session_id!r} is running a turn; stop it first")
         return {"deleted": session_id, "trash": str(store.delete(session_id))}
 
     @app.get("/api/sessions/{session_id}/history")

@@ -26,8 +26,8 @@ POLL_S = 1.0  # a stream re-reads this often even without a notification
 DONE = "done"
 
 ACCEPT = """
-INSERT INTO contextengine_turns (session, accepted_at, message)
-SELECT %(session)s, COALESCE(MAX(idx) + 1, 0), %(message)s
+INSERT INTO contextengine_turns (session, accepted_at, message, first_event)
+SELECT %(session)s, COALESCE(MAX(idx) + 1, 0), %(message)s, %(first_event)s
 FROM contextengine_records WHERE session = %(session)s
 ON CONFLICT DO NOTHING
 RETURNING id
@@ -37,6 +37,10 @@ REQUEST_STOP = """
 UPDATE contextengine_turns SET stop_requested = true
 WHERE session = %s AND NOT done
 RETURNING id
+"""
+OPEN_TURNS = """
+SELECT session, COALESCE(first_event, 1), accepted_at, message
+FROM contextengine_turns WHERE NOT done
 """
 OPEN_TURN = "SELECT EXISTS (SELECT 1 FROM contextengine_turns WHERE session = %s AND NOT done)"
 READ_AFTER = """
@@ -52,6 +56,16 @@ class WorkerEvent:
     id: int
     event: str
     data: str
+
+
+@dataclass(frozen=True)
+class OpenTurn:
+    """A queued or running turn: its first event's id, the record's length when it was
+    accepted (where its entries start) and its message."""
+
+    first_event_id: int
+    entry_index: int
+    message: str
 
 
 @dataclass(frozen=True)
@@ -95,7 +109,9 @@ class TurnDispatcher:
         """Queue ``message`` as ``session``'s next turn; ``None`` when a turn is open."""
         with self._conn_lock, self._conn.transaction():
             last = self._scalar(LAST_EVENT, (session,))
-            row = self._conn.execute(ACCEPT, {"session": session, "message": message}).fetchone()
+            row = self._conn.execute(
+                ACCEPT, {"session": session, "message": message, "first_event": last + 1}
+            ).fetchone()
         if row is None:
             return None
         try:
@@ -105,6 +121,12 @@ class TurnDispatcher:
                 self._conn.execute("DELETE FROM contextengine_turns WHERE id = %s", (row[0],))
             raise ContextEngineError(f"broker: cannot queue the turn ({exc})") from None
         return Follow(last, last)
+
+    def open_turns(self) -> dict[str, OpenTurn]:
+        """Every session's queued or running turn, by session id."""
+        with self._conn_lock:
+            rows = self._conn.execute(OPEN_TURNS).fetchall()
+        return {str(s): OpenTurn(int(f), int(a), str(m)) for s, f, a, m in rows}
 
     def cancel(self, session: str) -> int | None:
         """Ask the worker on ``session``'s open turn to stop before its next step (a worker

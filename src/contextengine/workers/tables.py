@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS contextengine_turns (
     done boolean NOT NULL DEFAULT false
 );
 ALTER TABLE contextengine_turns
-    ADD COLUMN IF NOT EXISTS stop_requested boolean NOT NULL DEFAULT false;
+    ADD COLUMN IF NOT EXISTS stop_requested boolean NOT NULL DEFAULT false,
+    ADD COLUMN IF NOT EXISTS first_event bigint;
 CREATE UNIQUE INDEX IF NOT EXISTS contextengine_turns_open
     ON contextengine_turns (session) WHERE NOT done;
 CREATE TABLE IF NOT EXISTS contextengine_events (
