@@ -15,13 +15,14 @@ DEFAULT_ROOT_NAME = ".contextengine/sessions"
 
 
 def new_session_id() -> str:
-    """A unique session id of 8 hex digits.
+    """A unique session id of 12 hex digits (48 random bits: unique in a store shared by
+    millions of sessions).
 
     Every artifact path a ref or stub names holds it, and every later request reads those
-    paths: a dated id (``YYYYmmdd-HHMMSS-…``) cost 7 tokens more on each. Listings sort by
-    the session's creation time instead.
+    paths: a dated id (``YYYYmmdd-HHMMSS-<8 hex>``) cost 5 tokens more on each. Listings
+    sort by the session's creation time instead.
     """
-    return secrets.token_hex(4)
+    return secrets.token_hex(6)
 
 
 def safe_name(value: str, what: str) -> str:
