@@ -40,8 +40,6 @@ SELECT t.session, s.directory, t.accepted_at, t.message, t.done
 FROM contextengine_turns t JOIN contextengine_sessions s ON s.id = t.session
 WHERE t.id = %s
 """
-
-
 STOP_REQUESTED = "SELECT stop_requested FROM contextengine_turns WHERE id = %s"
 
 
@@ -98,8 +96,8 @@ def _drive(
         provider = provider_for(load_meta(turn.directory))
         agent = Agent.resume(turn.directory, provider, config)
         recorded_at = _recorded_at(agent, turn.accepted_at)
-        # The agent checks the token before each step: a stop asked for while an event was
-        # recorded (or before this worker took the turn) ends the turn before the next one.
+        # The agent checks the token before each step, and the stop flag is read now and
+        # after each recorded event: a stop ends the turn before its next step.
         cancel = threading.Event()
         if _stop_requested(conn, turn):
             cancel.set()
