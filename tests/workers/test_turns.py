@@ -195,7 +195,9 @@ def test_a_stop_before_a_worker_takes_the_turn_ends_it_at_once(
         assert dispatcher.cancel(session) is None, "nothing to stop before a turn is queued"
         assert dispatcher.accept(session, "Wait, please.") is not None
         (turn,) = _open_turns(config, session)
-        assert dispatcher.cancel(session) == turn
+        stopping = dispatcher.cancel(session)
+        assert stopping is not None and stopping.message == "Wait, please."
+        assert stopping.entry_index == 0 and stopping.first_event_id == 1
         assert run_turn(turn, config, _script) == "done"
     finally:
         dispatcher.stop()

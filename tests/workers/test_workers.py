@@ -65,12 +65,14 @@ def test_the_web_ui_sees_and_stops_the_turn_a_worker_runs(cluster: Cluster) -> N
                 seen.extend(s for s in listed if s["id"] == session)
                 seen.append(ui.get(f"/api/sessions/{session}").json())
                 answers.append(ui.delete(f"/api/sessions/{session}").status_code)
-                answers.append(ui.post(f"/api/sessions/{session}/cancel").status_code)
+                stop = ui.post(f"/api/sessions/{session}/cancel")
+                answers.append(stop.status_code)
+                seen.append({"busy": True, "turn": stop.json()["turn"]})
 
         events = post_turn(client, session, "Wait, please.", look_then_stop_once_the_command_runs)
         assert answers == [409, 202], "no delete while a worker runs the turn; stop it"
         turn = {"first_event_id": events[0].id, "entry_index": 0, "message": "Wait, please."}
-        assert [(s["busy"], s["turn"]) for s in seen] == [(True, turn)] * 2
+        assert [(s["busy"], s["turn"]) for s in seen] == [(True, turn)] * 3
         assert [e.event for e in events].count("tool_result") == 1
         assert events[-1].event == "done"
         assert events[-1].data["result"]["status"] == "cancelled"

@@ -234,7 +234,7 @@ def create_app(
             turn = await run_in_threadpool(dispatcher.cancel, session_id)
             if turn is None:
                 raise ApiError(409, f"session {session_id!r} is not running a turn")
-            return {"cancelling": True, "turn": {"id": turn}}
+            return {"cancelling": True, "turn": asdict(turn)}
         channel = await run_in_threadpool(store.channel, session_id)
         if not channel.cancel():
             raise ApiError(409, f"session {session_id!r} is not running a turn")

@@ -36,7 +36,7 @@ LAST_EVENT = "SELECT COALESCE(MAX(id), 0) FROM contextengine_events WHERE sessio
 REQUEST_STOP = """
 UPDATE contextengine_turns SET stop_requested = true
 WHERE session = %s AND NOT done
-RETURNING id
+RETURNING COALESCE(first_event, 1), accepted_at, message
 """
 OPEN_TURNS = """
 SELECT session, COALESCE(first_event, 1), accepted_at, message
@@ -128,13 +128,12 @@ class TurnDispatcher:
             rows = self._conn.execute(OPEN_TURNS).fetchall()
         return {str(s): OpenTurn(int(f), int(a), str(m)) for s, f, a, m in rows}
 
-    def cancel(self, session: str) -> int | None:
+    def cancel(self, session: str) -> OpenTurn | None:
         """Ask the worker on ``session``'s open turn to stop before its next step (a worker
-        that has not started it yet ends it at once); the turn's id, ``None`` when none is
-        open."""
+        that has not started it yet ends it at once); that turn, ``None`` when none is open."""
         with self._conn_lock, self._conn.transaction():
             row = self._conn.execute(REQUEST_STOP, (session,)).fetchone()
-        return None if row is None else int(row[0])
+        return None if row is None else OpenTurn(int(row[0]), int(row[1]), str(row[2]))
 
     def follow(self, session: str, after: int) -> Follow:
         """Events after ``after``, and the open turn's live ones to its ``done``."""
