@@ -48,6 +48,16 @@ def _queue(config: Config, session: str, accepted_at: int, message: str) -> int:
     return int(row[0])
 
 
+def _session_on_workers(
+    postgres: Postgres, redis: Redis, tmp_path: Path, name: str, broker_db: int
+) -> tuple[Config, str, TurnDispatcher]:
+    """A new database and a session in it, and a replica's dispatcher (the caller stops it)."""
+    config = Config(store=postgres.new_database(f"turns_{name}"), broker=redis.database(broker_db))
+    with Agent(_script(SessionMeta("", "")), tmp_path, config) as agent:
+        session = agent.session.id
+    return config, session, TurnDispatcher(config)
+
+
 def _recorded(config: Config, session: str) -> list[tuple[str, dict[str, Any]]]:
     assert config.store is not None
     with connect(PostgresStore(config.store)) as conn:
@@ -96,10 +106,7 @@ def test_a_turn_a_dead_worker_began_continues_without_rerunning_its_tool_call(
 def test_a_replica_queues_one_turn_per_session_at_a_time(
     postgres: Postgres, redis: Redis, tmp_path: Path
 ) -> None:
-    config = Config(store=postgres.new_database("turns_queue"), broker=redis.database(1))
-    with Agent(_script(SessionMeta("", "")), tmp_path, config) as agent:
-        session = agent.session.id
-    dispatcher = TurnDispatcher(config)
+    config, session, dispatcher = _session_on_workers(postgres, redis, tmp_path, "queue", 1)
     try:
         first = dispatcher.accept(session, "one")
         assert first is not None and first.after == 0
@@ -158,10 +165,7 @@ def test_a_worker_killed_while_it_looks_for_lost_turns_holds_their_redelivery_br
 def test_a_stop_reaches_the_worker_running_the_turn(
     postgres: Postgres, redis: Redis, tmp_path: Path
 ) -> None:
-    config = Config(store=postgres.new_database("turns_stop"), broker=redis.database(3))
-    with Agent(_script(SessionMeta("", "")), tmp_path, config) as agent:
-        session = agent.session.id
-    dispatcher = TurnDispatcher(config)
+    config, session, dispatcher = _session_on_workers(postgres, redis, tmp_path, "stop", 3)
     asked: list[object] = []
 
     def model(request: object) -> dict[str, Any]:
@@ -187,10 +191,7 @@ def test_a_stop_reaches_the_worker_running_the_turn(
 def test_a_stop_before_a_worker_takes_the_turn_ends_it_at_once(
     postgres: Postgres, redis: Redis, tmp_path: Path
 ) -> None:
-    config = Config(store=postgres.new_database("turns_stop_early"), broker=redis.database(4))
-    with Agent(_script(SessionMeta("", "")), tmp_path, config) as agent:
-        session = agent.session.id
-    dispatcher = TurnDispatcher(config)
+    config, session, dispatcher = _session_on_workers(postgres, redis, tmp_path, "stop_early", 4)
     try:
         assert dispatcher.cancel(session) is None, "nothing to stop before a turn is queued"
         assert dispatcher.accept(session, "Wait, please.") is not None
