@@ -5,7 +5,7 @@ worker in the same transaction as the turn's ``done`` event, so a turn re-delive
 its worker died can tell whether it already finished. At most one turn per session is open
 (a unique partial index), which is the API's 409; its ``first_event`` is the id its events
 start at. A replica asks the open turn to stop by setting its ``stop_requested``, which the
-worker reads when it takes the turn and after each event it records. Events are numbered
+worker reads before each step of the turn. Events are numbered
 per session (the SSE ids); every insert notifies ``contextengine_events`` with the session
 id so replicas that ``LISTEN`` wake up and read the rows after the last id they sent.
 """

@@ -96,18 +96,12 @@ def _drive(
         provider = provider_for(load_meta(turn.directory))
         agent = Agent.resume(turn.directory, provider, config)
         recorded_at = _recorded_at(agent, turn.accepted_at)
-        # The agent checks the token before each step, and the stop flag is read now and
-        # after each recorded event: a stop ends the turn before its next step.
-        cancel = threading.Event()
-        if _stop_requested(conn, turn):
-            cancel.set()
+        cancel = _StopFlag(conn, turn.id)
         for event in agent.stream(turn.message, cancel, recorded_at=recorded_at):
             if isinstance(event, Done):
                 _finish(conn, turn, event)
                 return
             add_event(conn, turn.session, event.type, _data(event))
-            if not cancel.is_set() and _stop_requested(conn, turn):
-                cancel.set()
     except Exception as exc:
         logger.exception("turn %s of session %s failed", turn.id, turn.session)
         text = f"{type(exc).__name__}: {exc}"
@@ -118,9 +112,22 @@ def _drive(
             agent.close()
 
 
-def _stop_requested(conn: psycopg.Connection[Any], turn: QueuedTurn) -> bool:
-    row = conn.execute(STOP_REQUESTED, (turn.id,)).fetchone()
-    return bool(row and row[0])
+class _StopFlag(threading.Event):
+    """A turn's cancel token that reads the turn's ``stop_requested`` when the agent checks
+    it (before each step, in the turn's thread), once per step rather than once per event."""
+
+    def __init__(self, conn: psycopg.Connection[Any], turn_id: int) -> None:
+        super().__init__()
+        self._conn = conn
+        self._turn_id = turn_id
+
+    def is_set(self) -> bool:
+        """Whether the turn was asked to stop."""
+        if not super().is_set():
+            row = self._conn.execute(STOP_REQUESTED, (self._turn_id,)).fetchone()
+            if row and row[0]:
+                self.set()
+        return super().is_set()
 
 
 def _recorded_at(agent: Agent, accepted_at: int) -> int | None:
