@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +66,12 @@ class OpenTurn:
     first_event_id: int
     entry_index: int
     message: str
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> OpenTurn:
+        """The turn from a row's first event, record length at acceptance and message."""
+        first_event, accepted_at, message = row
+        return cls(int(first_event), int(accepted_at), str(message))
 
 
 @dataclass(frozen=True)
@@ -126,14 +132,14 @@ class TurnDispatcher:
         """Every session's queued or running turn, by session id."""
         with self._conn_lock:
             rows = self._conn.execute(OPEN_TURNS).fetchall()
-        return {str(s): OpenTurn(int(f), int(a), str(m)) for s, f, a, m in rows}
+        return {str(row[0]): OpenTurn.of(row[1:]) for row in rows}
 
     def cancel(self, session: str) -> OpenTurn | None:
         """Ask the worker on ``session``'s open turn to stop before its next step (a worker
         that has not started it yet ends it at once); that turn, ``None`` when none is open."""
         with self._conn_lock, self._conn.transaction():
             row = self._conn.execute(REQUEST_STOP, (session,)).fetchone()
-        return None if row is None else OpenTurn(int(row[0]), int(row[1]), str(row[2]))
+        return None if row is None else OpenTurn.of(row)
 
     def follow(self, session: str, after: int) -> Follow:
         """Events after ``after``, and the open turn's live ones to its ``done``."""
