@@ -19,7 +19,9 @@ from contextengine.agent.loop import Agent
 from contextengine.compress.compaction import (
     SUMMARY_HEADING,
     TIMEOUT_MESSAGE,
+    clip_summary,
     plan_compaction,
+    record_tokens,
     summary_entry,
 )
 from contextengine.session.entries import AssistantEntry, ToolResultEntry
@@ -84,6 +86,111 @@ def test_plans_never_split_pairs_or_rounds_and_absorb_earlier_summaries(
         kept_users = [u for u in before_users if u.index not in removed_ids]
         assert [r for r in session.live if isinstance(r.entry, UserEntry)] == kept_users
         assert sum(isinstance(r.entry, SummaryEntry) for r in session.live) == 1
+
+
+@given(
+    st.lists(steps(), min_size=1, max_size=25),
+    st.integers(1, 4),
+    st.floats(0, 1),
+)
+def test_plans_fit_the_room_they_are_given_unless_only_the_open_step_is_left(
+    tmp_path_factory, plan, keep, share
+):
+    """Whatever the sizes, the records a plan keeps fit ``keep_tokens``; when they cannot,
+    only the open round's message and its newest step stay. The summary entry archives
+    exactly what the plan removes, user messages of the rounds that left included."""
+    session = Session.create(tmp_path_factory.mktemp("c") / "s", durable=False)
+    for step in plan:
+        for entry in step:
+            session.append(entry)
+    live = list(session.live)
+    size = {r.index: record_tokens(r) for r in live}
+    room = int(share * sum(size.values()))
+    cut = plan_compaction(live, keep, context_window=10_000, keep_tokens=room)
+    if cut is None:
+        return
+    removed = {r.index for r in cut.removed}
+    kept = [r for r in live if r.index not in removed]
+    session.append(summary_entry(cut, "summary", "archive.jsonl"))
+    assert [r for r in session.live if not isinstance(r.entry, SummaryEntry)] == kept
+    for r in live:
+        if isinstance(r.entry, ToolResultEntry):
+            owner = next(
+                a for a in reversed(live[: live.index(r)]) if isinstance(a.entry, AssistantEntry)
+            )
+            assert (r.index in removed) == (owner.index in removed)
+    open_round = [] if _answered(live) else _last_round(live)
+    for r in open_round:
+        if isinstance(r.entry, UserEntry):
+            assert r.index not in removed, "the open round's message left"
+    if sum(size[r.index] for r in kept) > room:
+        newest = _last_step(live)
+        assert all(r in open_round or r in newest for r in kept)
+
+
+def _answered(live):
+    last = live[-1].entry
+    return isinstance(last, AssistantEntry) and not last.tool_calls
+
+
+def _last_round(live):
+    starts = [k for k, r in enumerate(live) if isinstance(r.entry, UserEntry)]
+    return live[starts[-1] if starts else 0 :]
+
+
+def _last_step(live):
+    starts = [k for k, r in enumerate(live) if isinstance(r.entry, AssistantEntry)]
+    return live[starts[-1] :] if starts else []
+
+
+def test_long_pasted_messages_leave_with_their_rounds_and_requests_stay_in_the_window(tmp_path):
+    """Rounds whose user messages are each a large share of the window: older messages are
+    archived with their steps, so every request stays inside the window."""
+    script = iter(_filler_script(12, 1, big=300))
+
+    def respond(request):
+        if request.purpose == "summary":
+            return {"content": f"{SUMMARY_HEADING}\n\nShort."}
+        return next(script)
+
+    provider = ScriptedProvider(respond)
+    agent = Agent(provider, tmp_path / "ws", Config(context_window=6000))
+    for r in range(12):
+        assert agent.run(f"Round {r}: " + "pasted log line\n" * 600).status == "completed"
+    sizes = [sum(len(c) for c in q.chunks) // 3 for q in provider.requests]
+    assert max(sizes) <= 6000
+    assert sum(q.purpose == "summary" for q in provider.requests) >= 5
+
+
+def test_a_summary_overrunning_its_budget_is_cut_to_it(tmp_path):
+    """A model that ignores the summary budget gets its summary cut at whole lines, with a
+    line saying so, and the requests after it stay inside the window."""
+    script = iter(_filler_script(20, 2, big=600))
+    wordy = f"{SUMMARY_HEADING}\n\n" + "".join(
+        f"* fact {n}: kept the build green\n" for n in range(3000)
+    )
+
+    def respond(request):
+        return {"content": wordy} if request.purpose == "summary" else next(script)
+
+    provider = ScriptedProvider(respond)
+    agent = Agent(provider, tmp_path / "ws", Config(context_window=6000))
+    for r in range(20):
+        assert agent.run(f"Round {r}").status == "completed"
+    summaries = [r.entry for r in agent.session.records if isinstance(r.entry, SummaryEntry)]
+    assert summaries and all(s.text.endswith("600-token budget]") for s in summaries)
+    assert all(s.text.startswith(wordy[:200]) for s in summaries)
+    assert max(sum(len(c) for c in q.chunks) // 3 for q in provider.requests) <= 6000
+
+
+def test_clip_summary_keeps_whole_lines_within_the_overrun():
+    """Within 1.5x the budget a summary is kept whole; beyond, whole first lines and the
+    cut line stay within it."""
+    text = "\n".join(f"line {n} " + "word " * 5 for n in range(100))
+    assert clip_summary(text, int(len(text) / 1.5) + 1, len) == text
+    clipped = clip_summary(text, 400, len)
+    assert len(clipped) <= 600 and clipped.endswith("400-token budget]")
+    assert text.startswith(clipped.rsplit("\n", 1)[0] + "\n")
 
 
 def _filler_script(rounds: int, steps_per_round: int, big: int = 900):

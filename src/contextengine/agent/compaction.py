@@ -18,6 +18,7 @@ from contextengine.agent.events import AgentEvent, CompactionEvent
 from contextengine.compress.compaction import (
     TIMEOUT_MESSAGE,
     CompactionPlan,
+    clip_summary,
     fallback_text,
     keep_room,
     normalize_summary,
@@ -137,7 +138,8 @@ class Compactor:
         not fit the window, the history up to the last record leaving the view (still a
         prefix of the cached request, and all the summary needs).
         """
-        instruction = summary_instruction(plan, summary_tokens(self._config.context_window))
+        limit = summary_tokens(self._config.context_window)
+        instruction = summary_instruction(plan, limit)
         request = summary_request(instruction, None)
         if self._size(request.chunks) > self._config.context_window:
             leaving = {r.index for r in (*plan.absorbed, *plan.removed)}
@@ -154,7 +156,8 @@ class Compactor:
             return None, TIMEOUT_MESSAGE
         if not reply.content.strip():
             return None, FAILED_MESSAGE.format(reason="the model returned no text")
-        return normalize_summary(reply.content, plan), ""
+        summary = normalize_summary(reply.content, plan)
+        return clip_summary(summary, limit, lambda text: self._size((text,))), ""
 
     def _plan(self, fixed_tokens: int) -> CompactionPlan | None:
         live = self._session.live

@@ -6,8 +6,9 @@ boundary (a round runs from a user message to the assistant's final answer) and 
 newest ``keep_rounds`` rounds stay whole. With no more rounds than that (a coding run is
 often one round of 50-150 steps), the cut falls between whole step groups (an assistant
 reply with all its tool results, never split): the oldest steps are archived, the newest
-steps that fit ``IN_ROUND_KEEP_SHARE`` of the window stay, and every user message stays in
-view.
+steps that fit ``IN_ROUND_KEEP_SHARE`` of the window stay, and the user messages stay in
+view, newest first, as many as leave room for the newest step; the oldest of those that do
+not fit leave with their rounds' steps (long pasted messages must not outgrow the window).
 
 The kept part never exceeds the room the caller gives (``keep_tokens``: what the window
 leaves below the trigger after the fixed prefix and the new summary), so a compaction
@@ -39,6 +40,11 @@ IN_ROUND_KEEP_SHARE = 0.3
 # the summary instruction asks the model to stay within it.
 SUMMARY_SHARE = 0.1
 SUMMARY_MAX_TOKENS = 2_000
+
+# A summary may overrun the tokens it was asked to stay within by this factor; beyond it,
+# its last lines are cut (the archive keeps every archived step verbatim anyway).
+SUMMARY_OVERRUN = 1.5
+SUMMARY_CUT = "[… the rest of this summary was cut: it overran its {limit:,}-token budget]"
 
 SUMMARY_TEMPLATE = """\
 ## 📌 Archived Session Summary
@@ -93,14 +99,16 @@ def record_tokens(record: LogRecord) -> int:
 @dataclass(frozen=True)
 class CompactionPlan:
     """Live records ``removed`` (indices ``[first_index, end_index)``) leave the live view;
-    with scope ``steps`` the user messages in that range stay. The earlier summaries in
-    view (``absorbed``) leave with them: the new summary carries their content."""
+    with scope ``steps`` the user messages in that range from index ``users_from`` on stay.
+    The earlier summaries in view (``absorbed``) leave with them: the new summary carries
+    their content."""
 
     first_index: int
     end_index: int
     removed: tuple[LogRecord, ...]
     scope: Literal["rounds", "steps"]
     absorbed: tuple[LogRecord, ...] = ()
+    users_from: int = 0
 
 
 def should_compact(estimate: int, live_messages: int, config: Config) -> bool:
@@ -146,6 +154,8 @@ def plan_compaction(
     """
     absorbed = tuple(r for r in live if isinstance(r.entry, SummaryEntry))
     records = [r for r in live if not isinstance(r.entry, SummaryEntry)]
+    if not records:
+        return None
     sizes = {r.index: size(r) for r in records}
     room = keep_tokens if keep_tokens is not None else sum(sizes.values())
     rounds = _rounds(records)
@@ -159,22 +169,42 @@ def plan_compaction(
             return CompactionPlan(removed[0].index, end, removed, "rounds", absorbed)
     groups = [group for records in rounds for group in _step_groups(records)]
     in_groups = {r.index for group in groups for r in group}
-    # A step cut leaves every user message (and round opening) in view: they take room too.
-    staying = sum(sizes[r.index] for r in records if r.index not in in_groups)
+    newest = sum(sizes[r.index] for r in groups[-1]) if groups else 0
+    # A step cut leaves the round openings (user messages) in view, newest first, while
+    # they leave room for the newest step; the round under way keeps its own.
+    ended = _answered(rounds[-1])
+    staying, users_from = 0, 0
+    for k in range(len(rounds) - 1, -1, -1):
+        opening = sum(sizes[r.index] for r in rounds[k] if r.index not in in_groups)
+        if staying + opening + newest > room and (ended or k < len(rounds) - 1):
+            users_from = rounds[k + 1][0].index if k + 1 < len(rounds) else records[-1].index + 1
+            break
+        staying += opening
+    if ended and users_from > rounds[-1][0].index:
+        # Not even the answered newest round fits beside the next message: all of it goes.
+        return CompactionPlan(
+            records[0].index, records[-1].index + 1, tuple(records), "rounds", absorbed
+        )
     keep = min(int(IN_ROUND_KEEP_SHARE * context_window), room - staying)
     kept, total = 0, 0
     for group in reversed(groups):
         total += sum(sizes[r.index] for r in group)
-        if kept and total > keep:
+        if kept and (total > keep or group[0].index < users_from):
             break
         kept += 1
-    if kept >= len(groups):
+    if kept < len(groups):
+        end = groups[len(groups) - kept][0].index
+    elif users_from:
+        end = users_from  # every step stays; only old openings go
+    else:
         return None
-    first, end = groups[0][0].index, groups[len(groups) - kept][0].index
+    first = records[0].index if users_from else groups[0][0].index
     removed = tuple(
-        r for r in records if first <= r.index < end and not isinstance(r.entry, UserEntry)
+        r
+        for r in records
+        if first <= r.index < end and not (isinstance(r.entry, UserEntry) and r.index >= users_from)
     )
-    return CompactionPlan(first, end, removed, "steps", absorbed)
+    return CompactionPlan(first, end, removed, "steps", absorbed, users_from)
 
 
 def summary_instruction(plan: CompactionPlan, limit_tokens: int) -> str:
@@ -208,6 +238,24 @@ def normalize_summary(answer: str, plan: CompactionPlan) -> str:
     return f"{head}\n\n{body}"
 
 
+def clip_summary(text: str, limit_tokens: int, size: Callable[[str], int]) -> str:
+    """``text`` as is when it stays within ``SUMMARY_OVERRUN`` times ``limit_tokens`` (as
+    ``size`` counts), else its first whole lines that do and a line saying the rest was cut:
+    a model that ignores the budget must not push the requests after it out of the window."""
+    budget = int(SUMMARY_OVERRUN * limit_tokens)
+    if size(text) <= budget:
+        return text
+    cut = SUMMARY_CUT.format(limit=limit_tokens)
+    room = budget - size(cut)
+    kept: list[str] = []
+    for line in text.splitlines():
+        room -= size(line) + 1
+        if room < 0:
+            break
+        kept.append(line)
+    return "\n".join([*kept, cut])
+
+
 def fallback_text(message: str, plan: CompactionPlan) -> str:
     """A failed compaction's summary text: the failure line, then what the absorbed
     summaries said (their content stays in view; earlier failure lines are dropped)."""
@@ -227,6 +275,7 @@ def summary_entry(
         scope=plan.scope,
         timed_out=timed_out,
         absorbs=tuple(r.index for r in plan.absorbed),
+        users_from=plan.users_from,
     )
 
 
@@ -253,6 +302,12 @@ def _rounds(records: Sequence[LogRecord]) -> list[list[LogRecord]]:
             rounds.append([])
         rounds[-1].append(record)
     return rounds
+
+
+def _answered(round_records: Sequence[LogRecord]) -> bool:
+    """Whether a round ended with the assistant's answer (a reply that calls no tool)."""
+    last = round_records[-1].entry
+    return isinstance(last, AssistantEntry) and not last.tool_calls
 
 
 def _step_groups(round_records: Sequence[LogRecord]) -> list[list[LogRecord]]:

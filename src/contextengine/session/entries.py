@@ -135,10 +135,11 @@ class SummaryEntry(_Entry):
     One entry records the whole compaction (one fsynced line, so a crash leaves either no
     compaction or a complete one). It renders as the archived-history summary and takes the
     place of what it archived in the live view. With scope ``steps`` (a cut between step
-    groups), user messages in the range stay in view. A summary is never re-summarized:
-    the summaries at log indices ``absorbs`` (the earlier ones in view) leave the live view
-    for this one, which carries their content (a rolling summary; logs written before it
-    existed have none and keep every summary in view).
+    groups), user messages in the range from index ``users_from`` on stay in view (older
+    ones left with their rounds' steps). A summary is never re-summarized: the summaries at
+    log indices ``absorbs`` (the earlier ones in view) leave the live view for this one,
+    which carries their content (a rolling summary; logs written before it existed have
+    none and keep every summary in view).
     """
 
     kind: Literal["summary"] = "summary"
@@ -149,6 +150,7 @@ class SummaryEntry(_Entry):
     scope: Literal["rounds", "steps"] = "rounds"
     timed_out: bool = False
     absorbs: tuple[int, ...] = ()
+    users_from: int = 0
 
     def archives(self, record_index: int, entry: Entry) -> bool:
         """Whether this compaction takes the record (``record_index``, ``entry``) out of
@@ -157,7 +159,11 @@ class SummaryEntry(_Entry):
             return record_index in self.absorbs
         if not self.first_index <= record_index < self.end_index:
             return False
-        return not (self.scope == "steps" and isinstance(entry, UserEntry))
+        return not (
+            self.scope == "steps"
+            and isinstance(entry, UserEntry)
+            and record_index >= self.users_from
+        )
 
 
 class PrunedResult(_Entry):
