@@ -24,6 +24,7 @@ from contextengine.compress.compaction import (
     record_tokens,
     summary_entry,
 )
+from contextengine.errors import ProviderError
 from contextengine.session.entries import AssistantEntry, ToolResultEntry
 from support.strategies import steps
 
@@ -92,13 +93,15 @@ def test_plans_never_split_pairs_or_rounds_and_absorb_earlier_summaries(
     st.lists(steps(), min_size=1, max_size=25),
     st.integers(1, 4),
     st.floats(0, 1),
+    st.booleans(),
 )
 def test_plans_fit_the_room_they_are_given_unless_only_the_open_step_is_left(
-    tmp_path_factory, plan, keep, share
+    tmp_path_factory, plan, keep, share, turn_open
 ):
     """Whatever the sizes, the records a plan keeps fit ``keep_tokens``; when they cannot,
-    only the open round's message and its newest step stay. The summary entry archives
-    exactly what the plan removes, user messages of the rounds that left included."""
+    only the open round's message and its newest step stay (between turns no round is
+    open). The summary entry archives exactly what the plan removes, user messages of the
+    rounds that left included."""
     session = Session.create(tmp_path_factory.mktemp("c") / "s", durable=False)
     for step in plan:
         for entry in step:
@@ -106,7 +109,7 @@ def test_plans_fit_the_room_they_are_given_unless_only_the_open_step_is_left(
     live = list(session.live)
     size = {r.index: record_tokens(r) for r in live}
     room = int(share * sum(size.values()))
-    cut = plan_compaction(live, keep, context_window=10_000, keep_tokens=room)
+    cut = plan_compaction(live, keep, context_window=10_000, keep_tokens=room, turn_open=turn_open)
     if cut is None:
         return
     removed = {r.index for r in cut.removed}
@@ -119,18 +122,13 @@ def test_plans_fit_the_room_they_are_given_unless_only_the_open_step_is_left(
                 a for a in reversed(live[: live.index(r)]) if isinstance(a.entry, AssistantEntry)
             )
             assert (r.index in removed) == (owner.index in removed)
-    open_round = [] if _answered(live) else _last_round(live)
+    open_round = _last_round(live) if turn_open else []
     for r in open_round:
         if isinstance(r.entry, UserEntry):
             assert r.index not in removed, "the open round's message left"
     if sum(size[r.index] for r in kept) > room:
         newest = _last_step(live)
         assert all(r in open_round or r in newest for r in kept)
-
-
-def _answered(live):
-    last = live[-1].entry
-    return isinstance(last, AssistantEntry) and not last.tool_calls
 
 
 def _last_round(live):
@@ -160,6 +158,25 @@ def test_long_pasted_messages_leave_with_their_rounds_and_requests_stay_in_the_w
     sizes = [sum(len(c) for c in q.chunks) // 3 for q in provider.requests]
     assert max(sizes) <= 6000
     assert sum(q.purpose == "summary" for q in provider.requests) >= 5
+
+
+def test_a_message_too_long_for_the_window_does_not_block_the_turns_after_it(tmp_path):
+    """A turn whose message the provider refused (too long) leaves it in the log; the next
+    turn archives it instead of sending it again and again."""
+    script = iter(_filler_script(3, 1, big=300))
+
+    def respond(request):
+        if request.purpose == "summary":
+            return {"content": f"{SUMMARY_HEADING}\n\nA paste was too long."}
+        if sum(len(c) for c in request.chunks) // 3 > 6000:
+            raise ProviderError("context_length_exceeded: the request is too long")
+        return next(script)
+
+    agent = Agent(ScriptedProvider(respond), tmp_path / "ws", Config(context_window=6000))
+    assert agent.run("Round 0").status == "completed"
+    assert agent.run("Look: " + "pasted log line\n" * 2000).status == "error"
+    for r in (1, 2):
+        assert agent.run(f"Round {r}").status == "completed"
 
 
 def test_a_summary_overrunning_its_budget_is_cut_to_it(tmp_path):

@@ -83,15 +83,21 @@ class Compactor:
         self._after = tokens
 
     def run(
-        self, summary_request: SummaryRequest, ask: SideCall, fixed_tokens: int
+        self,
+        summary_request: SummaryRequest,
+        ask: SideCall,
+        fixed_tokens: int,
+        *,
+        between_turns: bool = False,
     ) -> Generator[AgentEvent, None, bool]:
         """Compact once; returns whether anything was archived.
 
         ``fixed_tokens``: what the next request holds besides the live records (L1, L2,
         the tail, live observations); the records kept must fit beside it and the new
-        summary below the trigger.
+        summary below the trigger. ``between_turns``: no round is under way, so none must
+        keep its user message (one that failed, too long for the window, may go).
         """
-        plan = self._plan(fixed_tokens)
+        plan = self._plan(fixed_tokens, between_turns)
         if plan is None:
             if self._skipped_epoch != self._session.epoch:
                 self._skipped_epoch = self._session.epoch
@@ -159,7 +165,7 @@ class Compactor:
         summary = normalize_summary(reply.content, plan)
         return clip_summary(summary, limit, lambda text: self._size((text,))), ""
 
-    def _plan(self, fixed_tokens: int) -> CompactionPlan | None:
+    def _plan(self, fixed_tokens: int, between_turns: bool) -> CompactionPlan | None:
         live = self._session.live
         absorbed = sum(self._size(r.chunks) for r in live if isinstance(r.entry, SummaryEntry))
         return plan_compaction(
@@ -168,6 +174,7 @@ class Compactor:
             self._config.context_window,
             keep_room(self._config, fixed_tokens, absorbed),
             lambda record: self._size(record.chunks),
+            turn_open=not between_turns,
         )
 
     def _archive(self, plan: CompactionPlan) -> Archive:

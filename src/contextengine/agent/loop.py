@@ -367,9 +367,10 @@ class Agent:
         )
 
     def _compact(
-        self, context: LiveContext, incoming: int = 0
+        self, context: LiveContext, incoming: int | None = None
     ) -> Generator[AgentEvent, None, bool]:
-        """Compact once; ``incoming``: tokens about to be appended (a new user message)."""
+        """Compact once; ``incoming``: between turns, the tokens of the user message about
+        to be appended (``None`` inside a turn, whose round must keep its message)."""
 
         def summary_request(instruction: str, history_records: int | None) -> Request:
             # The current request's cached prefix (tools, L1, L2, history) and the
@@ -385,9 +386,13 @@ class Agent:
 
         records = sum(self.gauge.of_chunks(r.chunks) for r in self.session.live)
         fixed = (
-            self.gauge.of_request(self.builder.build(self.session, context)) - records + incoming
+            self.gauge.of_request(self.builder.build(self.session, context))
+            - records
+            + (incoming or 0)
         )
-        compacted = yield from self.compactor.run(summary_request, self.calls.ask_side, fixed)
+        compacted = yield from self.compactor.run(
+            summary_request, self.calls.ask_side, fixed, between_turns=incoming is not None
+        )
         if compacted:
             after = self.gauge.of_request(self.builder.build(self.session, context))
             self.gauge.last_input_tokens = after

@@ -144,13 +144,16 @@ def plan_compaction(
     context_window: int,
     keep_tokens: int | None = None,
     size: RecordSize = record_tokens,
+    *,
+    turn_open: bool = True,
 ) -> CompactionPlan | None:
     """What to archive now, or ``None`` when nothing can go without breaking the rules.
 
     The kept records take at most ``keep_tokens`` (measured with ``size``; no limit when
     ``None``): fewer than ``keep_rounds`` rounds are kept when those would not fit, and
     when not even the newest round fits, the cut falls between step groups. The newest
-    step group always stays.
+    step group always stays, and while a turn is under way (``turn_open``) so does the
+    user message of its round, the newest.
     """
     absorbed = tuple(r for r in live if isinstance(r.entry, SummaryEntry))
     records = [r for r in live if not isinstance(r.entry, SummaryEntry)]
@@ -172,16 +175,15 @@ def plan_compaction(
     newest = sum(sizes[r.index] for r in groups[-1]) if groups else 0
     # A step cut leaves the round openings (user messages) in view, newest first, while
     # they leave room for the newest step; the round under way keeps its own.
-    ended = _answered(rounds[-1])
     staying, users_from = 0, 0
     for k in range(len(rounds) - 1, -1, -1):
         opening = sum(sizes[r.index] for r in rounds[k] if r.index not in in_groups)
-        if staying + opening + newest > room and (ended or k < len(rounds) - 1):
+        if staying + opening + newest > room and (not turn_open or k < len(rounds) - 1):
             users_from = rounds[k + 1][0].index if k + 1 < len(rounds) else records[-1].index + 1
             break
         staying += opening
-    if ended and users_from > rounds[-1][0].index:
-        # Not even the answered newest round fits beside the next message: all of it goes.
+    if not turn_open and users_from > rounds[-1][0].index:
+        # Between turns, not even the newest round fits beside the next message: all goes.
         return CompactionPlan(
             records[0].index, records[-1].index + 1, tuple(records), "rounds", absorbed
         )
@@ -302,12 +304,6 @@ def _rounds(records: Sequence[LogRecord]) -> list[list[LogRecord]]:
             rounds.append([])
         rounds[-1].append(record)
     return rounds
-
-
-def _answered(round_records: Sequence[LogRecord]) -> bool:
-    """Whether a round ended with the assistant's answer (a reply that calls no tool)."""
-    last = round_records[-1].entry
-    return isinstance(last, AssistantEntry) and not last.tool_calls
 
 
 def _step_groups(round_records: Sequence[LogRecord]) -> list[list[LogRecord]]:
