@@ -15,6 +15,7 @@ from contextengine import (
     ToolResultEntry,
     UserEntry,
 )
+from contextengine.context.tokens import count_tokens
 from contextengine.session.render import RenderStyle
 from support.strategies import steps
 
@@ -129,6 +130,30 @@ def test_l2_change_is_reported_as_the_cause_of_a_break(tmp_path):
         "rule one" in report.cache_break.old_snippet
         and "rule two" in report.cache_break.new_snippet
     )
+
+
+def test_rules_over_a_quarter_of_the_window_are_cut_the_same_way_every_build(tmp_path, caplog):
+    session = Session.create(tmp_path / "s")
+    session.append(UserEntry(text="hello"))
+    rules = "".join(f"Rule {n}: keep function {n} pure.\n" for n in range(2000))
+    (tmp_path / "CODE_LAW.md").write_text(rules)
+    builder = _builder(tmp_path, Config(context_window=8000))
+    first, second = builder.build(session), builder.build(session)
+    l2 = first.chunks[2]
+    assert l2 == second.chunks[2]
+    assert "Rule 0: keep function 0 pure." in l2 and "Rule 1999:" not in l2
+    assert "CODE_LAW.md is cut here" in l2 and "file_read" in l2
+    assert count_tokens(json.loads(l2)["content"]) <= 2000 + 20
+    assert sum("only its start is used" in r.message for r in caplog.records) == 1
+
+
+def test_rules_that_are_not_utf8_are_read_with_replacement_characters(tmp_path, caplog):
+    session = Session.create(tmp_path / "s")
+    session.append(UserEntry(text="hello"))
+    (tmp_path / "CODE_LAW.md").write_bytes(b"Use tabs \xff\xfe never.\n")
+    request = _builder(tmp_path).build(session)
+    assert "Use tabs \ufffd\ufffd never." in json.loads(request.chunks[2])["content"]
+    assert any("not UTF-8" in r.message for r in caplog.records)
 
 
 def test_l1_and_tool_changes_are_reported(tmp_path):

@@ -168,10 +168,11 @@ class ContextBuilder:
             return None
         name, text = found
         if self._l2_cache is None or self._l2_cache[0] != text:
+            rules = self._code_law.fit(name, text, self._config.context_window)
             msg: Message = canonical_obj(
                 {
                     "role": "system",
-                    "content": f'<project-rules file="{name}">\n{text.rstrip()}\n</project-rules>',
+                    "content": f'<project-rules file="{name}">\n{rules.rstrip()}\n</project-rules>',
                 }
             )
             self._l2_cache = (text, msg, canonical_json(msg))

@@ -2,7 +2,9 @@
 
 The file is opened through ``confine`` like every tool path: a symlink may point to
 another file inside the project, but one that leads outside it (or a FIFO, device or
-other non-regular file) is not read; a warning names it once.
+other non-regular file) is not read; a warning names it once. Bytes that are not UTF-8
+read as U+FFFD, and rules longer than their share of the window are cut (``fit_rules``),
+each with a warning once: a broken or huge rules file must not stop every turn.
 """
 
 from __future__ import annotations
@@ -11,9 +13,15 @@ import logging
 import os
 from pathlib import Path
 
+from contextengine.context.tokens import count_tokens
 from contextengine.tools.confine import ConfinedRoot, PathRefused, open_regular, read_all
 
 CODE_LAW_NAME = "code_law.md"
+RULES_MAX_SHARE = 0.25  # of the context window: what project rules may take of every request
+RULES_CUT = (
+    "[{name} is cut here: it is {tokens:,} tokens, more than the {limit:,} (a quarter of the "
+    "context window) project rules may take. Read the rest with file_read.]"
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +63,29 @@ class CodeLawReader:
                 log.warning("%s is not used as the code law: %s", name, problem)
             return None
         self._warned.discard(name)
-        return raw.decode("utf-8")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as problem:
+            self._warn_once(
+                name,
+                f"{name} is not UTF-8 ({problem.reason} at byte {problem.start}): those bytes read as U+FFFD",
+            )
+            return raw.decode("utf-8", errors="replace")
+
+    def fit(self, name: str, text: str, context_window: int) -> str:
+        """``text`` cut to the project rules' share of ``context_window`` (``fit_rules``),
+        with a warning once a file when it had to be cut."""
+        limit = int(RULES_MAX_SHARE * context_window)
+        fitted = fit_rules(name, text, limit)
+        if fitted != text:
+            self._warn_once(name, f"{name} is over {limit:,} tokens: only its start is used")
+        return fitted
+
+    def _warn_once(self, name: str, message: str) -> None:
+        key = f"{name}: {message}"
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("%s", message)
 
     def _rescan(self, root: Path) -> None:
         # Listing the root costs more than a read; redo it only when the folder changed.
@@ -73,3 +103,21 @@ class CodeLawReader:
                 if e.name.lower() == CODE_LAW_NAME and (e.is_file() or e.is_symlink())
             )
         self._name = names[0] if names else None
+
+
+def fit_rules(name: str, text: str, limit_tokens: int) -> str:
+    """``text`` when it is at most ``limit_tokens`` BPE tokens, else its first whole lines
+    that fit with a last line saying where it was cut and why (the same text always cuts
+    the same way, so the cached prefix holds)."""
+    total = count_tokens(text)
+    if total <= limit_tokens:
+        return text
+    cut = RULES_CUT.format(name=name, tokens=total, limit=limit_tokens)
+    room = limit_tokens - count_tokens(cut)
+    kept: list[str] = []
+    for line in text.splitlines():
+        room -= count_tokens(line) + 1
+        if room < 0:
+            break
+        kept.append(line)
+    return "\n".join([*kept, cut])
