@@ -15,8 +15,10 @@ from contextengine.agent.loop import Agent
 from contextengine.agent.rules.base import HarnessContext, Rule
 from contextengine.agent.rules.plan_recitation import PlanRecitation
 from contextengine.agent.rules.progress_log import ProgressLog
+from contextengine.context.tokens import count_tokens
+from contextengine.memory.plan import PlanUpdate
 from contextengine.memory.tools import with_memory_tools
-from contextengine.memory.working_memory import PROGRESS, WorkingMemory
+from contextengine.memory.working_memory import PLAN, PROGRESS, WorkingMemory
 from contextengine.session.entries import NoteEntry, ToolResultEntry, UserEntry
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
@@ -139,7 +141,7 @@ def test_a_new_high_risk_tool_re_reads_the_plan_and_is_logged_by_its_action(
     memory.apply_todos([("Zap the moon", "in_progress")])
     traits = Toolset([_Peek(), _Zap()]).traits
     ctx = HarnessContext.of(session, memory, Workspace(tmp_path), traits)
-    recitation = PlanRecitation(ctx)
+    recitation = PlanRecitation(ctx, 2_000)
     recitation.before_tool(ToolCall("c1", "peek", "{}"))
     (periodic,) = recitation.before_step(1).entries
     assert isinstance(periodic, ReminderEntry) and "(periodic)" in periodic.text
@@ -150,6 +152,21 @@ def test_a_new_high_risk_tool_re_reads_the_plan_and_is_logged_by_its_action(
         ToolCall("c2", "zap", '{"target": "the moon"}'), ToolOutcome.ok("zapped"), None
     )
     assert "**Target**: `the moon`" in memory.read(PROGRESS)
+
+
+def test_a_long_plan_is_recited_up_to_its_share_of_the_window(tmp_path: Path) -> None:
+    ctx = _context(tmp_path)
+    ctx.memory.apply_todos([("Port the parser", "in_progress")])
+    decisions = tuple(f"Decision {k}: keep table {k} as it is." for k in range(600))
+    ctx.memory.update_plan(PlanUpdate(add_decisions=decisions))
+    whole = ctx.memory.read(PLAN)
+    harness = RuleHarness(ctx, default_rules(ctx, Config(context_window=8_000)))
+    (recital,) = harness.start_turn("go").entries
+    assert isinstance(recital, ReminderEntry)
+    assert "1. [>] Port the parser" in recital.text and "Decision 0:" in recital.text
+    assert "Decision 599:" not in recital.text and "task_plan.md goes on" in recital.text
+    assert count_tokens(recital.text) <= 800 + 100
+    assert ctx.memory.read(PLAN) == whole
 
 
 def test_undeclared_tools_are_no_plan_tools(tmp_path: Path) -> None:

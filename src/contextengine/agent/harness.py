@@ -34,6 +34,7 @@ from contextengine.config import Config
 from contextengine.memory.injectors import Injector, default_injectors
 from contextengine.memory.lessons import LessonStore
 from contextengine.memory.longterm import LongTermMemory
+from contextengine.memory.plan import recital_tokens
 from contextengine.memory.scope import SessionScope
 from contextengine.memory.versions import MemoryRepo
 from contextengine.memory.working_memory import WorkingMemory
@@ -62,14 +63,15 @@ def default_rules(
     the git repository the memory files are committed to at each turn's end (last, so
     the commit holds what every other rule wrote)."""
     reminders = config.flag("reminders")
+    plan_tokens = recital_tokens(config.context_window)
     rules: list[Rule | None] = [
         PlanUpdates(ctx),
         ProgressLog(ctx, marks_strikes=reminders),
         Lessons(ctx, lessons) if lessons is not None else None,
         Injection(ctx, injectors) if config.flag("injection") and injectors else None,
-        PlanRecitation(ctx) if reminders else None,
+        PlanRecitation(ctx, plan_tokens) if reminders else None,
         TwoActionRule(ctx) if reminders else None,
-        ThreeStrikeRule(ctx) if reminders else None,
+        ThreeStrikeRule(ctx, plan_tokens) if reminders else None,
         TaskStatusTail(ctx, config.max_preserved_errors) if config.flag("recitation") else None,
         LongTermIndex(ctx, longterm) if longterm is not None else None,
         MemoryVersions(ctx, versions) if versions is not None else None,

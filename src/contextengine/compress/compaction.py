@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from contextengine.config import Config
-from contextengine.context.tokens import count_tokens
+from contextengine.context.tokens import count_tokens, cut_at_line
 from contextengine.session.entries import AssistantEntry, SummaryEntry, UserEntry
 from contextengine.session.log import LogRecord
 
@@ -247,15 +247,7 @@ def clip_summary(text: str, limit_tokens: int, size: Callable[[str], int]) -> st
     budget = int(SUMMARY_OVERRUN * limit_tokens)
     if size(text) <= budget:
         return text
-    cut = SUMMARY_CUT.format(limit=limit_tokens)
-    room = budget - size(cut)
-    kept: list[str] = []
-    for line in text.splitlines():
-        room -= size(line) + 1
-        if room < 0:
-            break
-        kept.append(line)
-    return "\n".join([*kept, cut])
+    return cut_at_line(text, budget, SUMMARY_CUT.format(limit=limit_tokens), size)
 
 
 def fallback_text(message: str, plan: CompactionPlan) -> str:

@@ -13,7 +13,7 @@ import logging
 import os
 from pathlib import Path
 
-from contextengine.context.tokens import count_tokens
+from contextengine.context.tokens import count_tokens, cut_at_line
 from contextengine.tools.confine import ConfinedRoot, PathRefused, open_regular, read_all
 
 CODE_LAW_NAME = "code_law.md"
@@ -107,17 +107,10 @@ class CodeLawReader:
 
 def fit_rules(name: str, text: str, limit_tokens: int) -> str:
     """``text`` when it is at most ``limit_tokens`` BPE tokens, else its first whole lines
-    that fit with a last line saying where it was cut and why (the same text always cuts
-    the same way, so the cached prefix holds)."""
+    that fit with a last line saying where it was cut and why."""
     total = count_tokens(text)
     if total <= limit_tokens:
         return text
-    cut = RULES_CUT.format(name=name, tokens=total, limit=limit_tokens)
-    room = limit_tokens - count_tokens(cut)
-    kept: list[str] = []
-    for line in text.splitlines():
-        room -= count_tokens(line) + 1
-        if room < 0:
-            break
-        kept.append(line)
-    return "\n".join([*kept, cut])
+    return cut_at_line(
+        text, limit_tokens, RULES_CUT.format(name=name, tokens=total, limit=limit_tokens)
+    )

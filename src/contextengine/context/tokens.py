@@ -8,6 +8,7 @@ step, so counts are cached per string and a long session tokenizes each text onc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -57,6 +58,20 @@ def shared_counter() -> TokenCounter:
 def count_tokens(text: str) -> int:
     """BPE tokens of ``text`` with the shared counter."""
     return shared_counter().count(text)
+
+
+def cut_at_line(text: str, limit: int, note: str, size: Callable[[str], int] = count_tokens) -> str:
+    """The first whole lines of ``text`` that fit in ``limit`` (as ``size`` counts) beside
+    ``note``, which says what was cut and comes last: the same text always cuts the same
+    way, so a cut text in a cached prefix stays cached."""
+    room = limit - size(note)
+    kept: list[str] = []
+    for line in text.splitlines():
+        room -= size(line) + 1
+        if room < 0:
+            break
+        kept.append(line)
+    return "\n".join([*kept, note])
 
 
 def estimate_tokens(text_or_chars: str | int) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contextengine.context.tokens import count_tokens, cut_at_line
 from contextengine.errors import PlanUpdateError
 from contextengine.tools.todo import TodoStatus
 
@@ -295,6 +296,26 @@ def render_plan(plan: Plan) -> str:
 
 EMPTY_PLAN = render_plan(Plan())
 """``task_plan.md`` as created: the template with nothing filled in."""
+
+# What a recited plan may take of the window (the goal, status and steps come first, so a
+# cut keeps them and drops the end of the decisions, risks and extra sections).
+RECITAL_SHARE = 0.1
+RECITAL_MAX_TOKENS = 2_000
+PLAN_CUT = "[… task_plan.md goes on: {tokens:,} tokens in all; read it whole with file_read.]"
+
+
+def recital_tokens(context_window: int) -> int:
+    """Tokens a plan recited into a request may take in a ``context_window``."""
+    return min(RECITAL_MAX_TOKENS, int(RECITAL_SHARE * context_window))
+
+
+def fit_plan(text: str, limit_tokens: int) -> str:
+    """``task_plan.md``'s text, or its first whole lines within ``limit_tokens`` BPE tokens
+    and a line saying the file goes on."""
+    total = count_tokens(text)
+    if total <= limit_tokens:
+        return text
+    return cut_at_line(text, limit_tokens, PLAN_CUT.format(tokens=total))
 
 
 def _phase_label(plan: Plan, phase: Phase) -> str:

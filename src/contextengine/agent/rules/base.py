@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextengine.agent.hooks import NullHarness
-from contextengine.memory.plan import EMPTY_PLAN
+from contextengine.memory.plan import EMPTY_PLAN, fit_plan
 from contextengine.memory.rules import RuleState
 from contextengine.memory.working_memory import PLAN, WorkingMemory
 from contextengine.session.log import LogRecord
@@ -57,10 +57,13 @@ class HarnessContext:
             state.observe(record)
         return cls(session, memory, workspace, state, traits, model, bool(session.records))
 
-    def plan_body(self) -> str:
-        """The plan's text, or ``""`` while it is the untouched template."""
+    def plan_body(self, limit_tokens: int | None = None) -> str:
+        """The plan's text, or ``""`` while it is the untouched template; cut to its first
+        whole lines within ``limit_tokens`` when given (``fit_plan``)."""
         text = self.memory.read(PLAN)
-        return "" if text == EMPTY_PLAN else text
+        if text == EMPTY_PLAN:
+            return ""
+        return text if limit_tokens is None else fit_plan(text, limit_tokens)
 
     def guarded(self, what: str, action: Callable[[], Any]) -> Any:
         """Run a lessons/long-term-memory operation; a database failure never stops the turn."""

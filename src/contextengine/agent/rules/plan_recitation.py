@@ -5,7 +5,8 @@ high-risk tool (a shell command, a deletion, an overwrite): the recital waits fo
 batch's results, as the native wire formats allow no message between an assistant
 message and its tool results. An empty plan is not recited: there is nothing to read
 (the tail says there is no plan), and the model's own plan call keeps the plan it writes
-in view. Each recital says where the memory files are.
+in view. Each recital says where the memory files are; a plan longer than its share of
+the window is recited up to that share (``fit_plan``), the rest left in the file.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from contextengine.types import ToolCall
 class PlanRecitation(Rule):
     """Recites the plan at session start, after a compaction and after high-risk tools."""
 
-    def __init__(self, ctx: HarnessContext) -> None:
+    def __init__(self, ctx: HarnessContext, plan_tokens: int) -> None:
         super().__init__(ctx)
+        self._plan_tokens = plan_tokens
         self._started = False
         self._risk_pending = False
 
@@ -49,7 +51,7 @@ class PlanRecitation(Rule):
 
     def _recitation(self, reason: RecitationReason) -> HookResult:
         ctx = self.ctx
-        plan_text = ctx.plan_body()
+        plan_text = ctx.plan_body(self._plan_tokens)
         if not plan_text or not ctx.state.plan_due():
             return NOTHING
         where = ctx.workspace.display(ctx.session.directory)

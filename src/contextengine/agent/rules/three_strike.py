@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from contextengine.agent.hooks import NOTHING, HookResult
-from contextengine.agent.rules.base import Rule
+from contextengine.agent.rules.base import HarnessContext, Rule
 from contextengine.memory.plan import clip
 from contextengine.memory.reboot import human_help, reboot_prompt
 from contextengine.memory.status import objective_of
@@ -16,7 +16,12 @@ ANSWER_CHARS = 2000
 
 
 class ThreeStrikeRule(Rule):
-    """Starts a reboot once the struck call's batch has all its results."""
+    """Starts a reboot once the struck call's batch has all its results; the reboot prompt
+    carries the plan up to ``plan_tokens``."""
+
+    def __init__(self, ctx: HarnessContext, plan_tokens: int) -> None:
+        super().__init__(ctx)
+        self._plan_tokens = plan_tokens
 
     def after_tool(
         self, call: ToolCall, outcome: ToolOutcome, error_class: str | None
@@ -29,7 +34,8 @@ class ThreeStrikeRule(Rule):
         # The reboot prompt carries the plan itself: no separate recitation.
         memory = self.ctx.memory
         objective = objective_of(state.first_user_text or "")
-        prompt = reboot_prompt(struck, objective, self.ctx.plan_body(), memory.read(PROGRESS))
+        plan = self.ctx.plan_body(self._plan_tokens)
+        prompt = reboot_prompt(struck, objective, plan, memory.read(PROGRESS))
         return HookResult(reboot=prompt)
 
     def after_reboot(self, answer: str) -> HookResult:
