@@ -4,7 +4,13 @@ import pytest
 
 from contextengine.memory.plan import Phase, Plan, PlanStep
 from contextengine.memory.reboot import NO_QUESTION, REBOOT_QUESTIONS, human_help, reboot_prompt
-from contextengine.memory.status import FULL_EVERY, NO_PLAN, TailRecital, task_status
+from contextengine.memory.status import (
+    FULL_EVERY,
+    NO_PLAN,
+    TAIL_STEPS,
+    TailRecital,
+    task_status,
+)
 
 
 def test_reboot_prompt_has_the_five_questions_the_plan_and_the_progress_tail() -> None:
@@ -67,6 +73,21 @@ def test_task_status_lists_steps_marks_failures_and_names_the_focus() -> None:
         "[ ] 4 Measure\n"
         "Focus: step 3"
     )
+
+
+def test_a_long_plan_lists_the_steps_around_the_focus_and_counts_the_rest() -> None:
+    statuses = ["done"] * 48 + ["failed", "in_progress"] + ["pending"] * 70
+    steps = tuple(PlanStep(text=f"Port module {k}", status=s) for k, s in enumerate(statuses, 1))
+    lines = task_status(Plan(phases=(Phase(steps=steps),)), "Port it").splitlines()
+    listed = [line for line in lines if line.startswith("[")]
+    assert len(listed) == TAIL_STEPS
+    assert listed[0] == "[x] 47 Port module 47" and "[>] 50 Port module 50" in listed
+    assert lines[2] == "… steps 1-46: 46 done"
+    assert lines[-2] == "… steps 67-120: 54 pending (task_plan.md)"
+    assert lines[-1] == "Focus: step 50"
+    finished = tuple(PlanStep(text=f"Step {k}", status="done") for k in range(1, 31))
+    tail = task_status(Plan(phases=(Phase(steps=finished),)), "Port it").splitlines()
+    assert tail[2] == "… steps 1-10: 10 done" and tail[-2] == "[x] 30 Step 30"
 
 
 def test_task_status_falls_back_to_the_first_user_message() -> None:

@@ -8,14 +8,17 @@ in full only when it says something new (``TailRecital``).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
-from contextengine.memory.plan import MARKS, Plan, one_line
+from contextengine.memory.plan import MARKS, Plan, PlanStep, one_line
 
 OBJECTIVE_CHARS = 120
 HEADING = "## Task status"
 NO_PLAN = "No plan yet."
 MEMORY_NAMES = "task_plan.md, findings.md, progress.md."
+TAIL_STEPS = 20  # steps a tail lists at most: a longer plan shows those around the focus
+TAIL_STEPS_BEFORE = 3  # of them, the steps listed before the focus
 FULL_EVERY = 5  # iterations between full recitals of an unchanged status (R8.2)
 _REMINDER_BLOCK = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
@@ -38,16 +41,37 @@ def task_status(plan: Plan, first_user_text: str | None) -> str:
     steps = plan.steps
     if not steps:
         lines.append(NO_PLAN)
-    for number, step in enumerate(steps, 1):
+    current = plan.current_index
+    start = _shown_from(len(steps), current)
+    end = min(len(steps), start + TAIL_STEPS)
+    if start:
+        lines.append(f"… steps 1-{start}: {_tally(steps[:start])}")
+    for number, step in enumerate(steps[start:end], start + 1):
         lines.append(f"[{MARKS[step.status]}] {number} {step.text}")
+    if end < len(steps):
+        lines.append(f"… steps {end + 1}-{len(steps)}: {_tally(steps[end:])} (task_plan.md)")
     if plan.blockers:
         lines.append(f"Blockers: {plan.blockers}")
-    current = plan.current_index
     if current is not None:
         lines.append(f"Focus: step {current + 1}")
     elif steps:
         lines.append("Focus: every step is finished; check the result and report")
     return "\n".join(lines)
+
+
+def _shown_from(count: int, current: int | None) -> int:
+    """The first step a long plan's tail lists: a few before the focus (the end of a
+    finished plan), so the focus and the steps after it are in the ``TAIL_STEPS`` shown."""
+    if count <= TAIL_STEPS:
+        return 0
+    focus = count if current is None else current
+    return max(0, min(focus - TAIL_STEPS_BEFORE, count - TAIL_STEPS))
+
+
+def _tally(steps: Sequence[PlanStep]) -> str:
+    """How many of ``steps`` are in each state, in plan order of the states."""
+    counts = Counter(step.status for step in steps)
+    return ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in MARKS if counts[s])
 
 
 def errors_block(errors: Sequence[object]) -> str:
