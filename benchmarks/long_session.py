@@ -7,7 +7,13 @@ N, prints the number of requests and compactions, the largest request (BPE token
 scripted provider's own ``chars // 3``) against the window, and how many summaries the
 last request shows. Bounded means: the largest request does not grow with N.
 
+Two harder shapes: ``--message-chars`` pads every user message with a pasted log to that
+many characters (older messages must leave with their rounds), and ``--summary-chars``
+makes the summary model ignore its budget and write that many characters (the summary is
+cut to 1.5x its budget).
+
     python benchmarks/long_session.py [--rounds 40 80 160] [--window 12000]
+        [--message-chars 20000] [--summary-chars 40000]
 """
 
 from __future__ import annotations
@@ -58,7 +64,9 @@ SUMMARY = (
 )
 
 
-def run(rounds: int, window: int, base: Path) -> dict[str, int]:
+def run(
+    rounds: int, window: int, base: Path, message_chars: int = 0, summary_chars: int = 0
+) -> dict[str, int]:
     """One session of ``rounds`` rounds; the sizes of its requests."""
     workspace = base / f"ws{rounds}"
     (workspace / "src").mkdir(parents=True)
@@ -68,13 +76,22 @@ def run(rounds: int, window: int, base: Path) -> dict[str, int]:
         )
     script = round_script(rounds)
 
+    summary = SUMMARY
+    if summary_chars:
+        line = "* [✓] Read a module, grepped its callers and wrote its note.\n"
+        summary += line * (summary_chars // len(line))
+
     def respond(request):
-        return {"content": SUMMARY} if request.purpose == "summary" else next(script)
+        return {"content": summary} if request.purpose == "summary" else next(script)
 
     provider = ScriptedProvider(respond)
     agent = Agent(provider, workspace, Config(context_window=window))
     for r in range(rounds):
-        result = agent.run(f"Round {r}: the next module.")
+        message = f"Round {r}: the next module."
+        if message_chars:
+            log = "".join(f"{n:06d} INFO worker ready\n" for n in range(message_chars // 23 + 1))
+            message = f"{message} The log:\n{log}"[:message_chars]
+        result = agent.run(message)
         if result.status != "completed":
             raise SystemExit(f"round {r} ended {result.status}: {result.error}")
     requests = provider.requests
@@ -93,6 +110,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, nargs="+", default=[40, 80, 160])
     parser.add_argument("--window", type=int, default=12_000)
+    parser.add_argument(
+        "--message-chars", type=int, default=0, help="pad each user message to this length"
+    )
+    parser.add_argument(
+        "--summary-chars", type=int, default=0, help="summaries this long, over their budget"
+    )
     args = parser.parse_args()
     shm = Path("/dev/shm")
     base = Path(tempfile.mkdtemp(dir=shm if shm.is_dir() else None))
@@ -104,7 +127,7 @@ def main() -> None:
         )
         print("|---|---|---|---|---|---|")
         for rounds in args.rounds:
-            row = run(rounds, args.window, base)
+            row = run(rounds, args.window, base, args.message_chars, args.summary_chars)
             print(
                 f"| {rounds} | {row['requests']} | {row['compactions']} | {row['max_bpe']:,} | "
                 f"{row['max_chars3']:,} | {row['summaries_in_view']} |"
