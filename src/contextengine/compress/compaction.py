@@ -201,11 +201,10 @@ def plan_compaction(
     else:
         return None
     first = records[0].index if users_from else groups[0][0].index
-    removed = tuple(
-        r
-        for r in records
-        if first <= r.index < end and not (isinstance(r.entry, UserEntry) and r.index >= users_from)
-    )
+    staying_users = {
+        r.index for r in records if isinstance(r.entry, UserEntry) and r.index >= users_from
+    }
+    removed = tuple(r for r in records if first <= r.index < end and r.index not in staying_users)
     return CompactionPlan(first, end, removed, "steps", absorbed, users_from)
 
 

@@ -67,8 +67,8 @@ class CodeLawReader:
             return raw.decode("utf-8")
         except UnicodeDecodeError as problem:
             self._warn_once(
-                name,
-                f"{name} is not UTF-8 ({problem.reason} at byte {problem.start}): those bytes read as U+FFFD",
+                f"{name} is not UTF-8 ({problem.reason} at byte {problem.start}): "
+                "those bytes read as U+FFFD",
             )
             return raw.decode("utf-8", errors="replace")
 
@@ -78,13 +78,12 @@ class CodeLawReader:
         limit = int(RULES_MAX_SHARE * context_window)
         fitted = fit_rules(name, text, limit)
         if fitted != text:
-            self._warn_once(name, f"{name} is over {limit:,} tokens: only its start is used")
+            self._warn_once(f"{name} is over {limit:,} tokens: only its start is used")
         return fitted
 
-    def _warn_once(self, name: str, message: str) -> None:
-        key = f"{name}: {message}"
-        if key not in self._warned:
-            self._warned.add(key)
+    def _warn_once(self, message: str) -> None:
+        if message not in self._warned:
+            self._warned.add(message)
             log.warning("%s", message)
 
     def _rescan(self, root: Path) -> None:

@@ -69,7 +69,7 @@ def _shown_from(count: int, current: int | None) -> int:
 
 
 def _tally(steps: Sequence[PlanStep]) -> str:
-    """How many of ``steps`` are in each state, in plan order of the states."""
+    """How many of ``steps`` are in each state (pending, in progress, done, failed order)."""
     counts = Counter(step.status for step in steps)
     return ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in MARKS if counts[s])
 
