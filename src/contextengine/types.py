@@ -1,4 +1,4 @@
-"""Small frozen types that cross module boundaries: tool calls, usage, model replies."""
+"""Small frozen types that cross module boundaries: tool calls, usage, model replies, turns."""
 
 from __future__ import annotations
 
@@ -102,3 +102,13 @@ class ReplyDone:
 
 
 ReplyEvent = TextDelta | ReasoningDelta | ReplyDone
+
+
+@dataclass(frozen=True)
+class TurnInfo:
+    """A queued or running turn: its first event id, the history index it starts at (the
+    log's length when it was accepted), its message."""
+
+    first_event_id: int
+    entry_index: int
+    message: str

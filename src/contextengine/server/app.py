@@ -48,7 +48,7 @@ from contextengine.config import Config
 from contextengine.errors import ConfigError, ContextEngineError
 from contextengine.measure.inspector import CallView, first_difference, inspect_session, timeline
 from contextengine.measure.report import usage_report
-from contextengine.server.channel import SessionChannel, Subscription, TurnInfo
+from contextengine.server.channel import SessionChannel, Subscription
 from contextengine.server.errors import ApiError, install_error_handlers
 from contextengine.server.files import (
     list_artifacts,
@@ -162,9 +162,7 @@ def create_app(
             return list(infos)
         turns = dispatcher.open_turns()
         return [
-            replace(i, busy=True, turn=TurnInfo(t.first_event_id, t.entry_index, t.message))
-            if (t := turns.get(i.id)) is not None
-            else i
+            replace(i, busy=True, turn=t) if (t := turns.get(i.id)) is not None else i
             for i in infos
         ]
 

@@ -24,20 +24,12 @@ from contextengine.agent.events import AgentEvent, Done, ErrorEvent, RunResult
 from contextengine.agent.loop import Agent
 from contextengine.server.errors import ApiError
 from contextengine.server.eventlog import EventLog, StoredEvent
+from contextengine.types import TurnInfo
 
 logger = logging.getLogger(__name__)
 
 # Strong references to running turns: the event loop keeps only weak ones.
 _TURNS: set[asyncio.Task[None]] = set()
-
-
-@dataclass(frozen=True)
-class TurnInfo:
-    """The running turn: its first event id, the history index it starts at, its message."""
-
-    first_event_id: int
-    entry_index: int
-    message: str
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from contextengine.agent.loop import Agent
 from contextengine.config import Config
 from contextengine.providers.base import Provider
-from contextengine.server.channel import SessionChannel, TurnInfo
+from contextengine.server.channel import SessionChannel
 from contextengine.server.errors import ApiError
 from contextengine.server.eventlog import EventLog
 from contextengine.session.entries import UserEntry
@@ -28,6 +28,7 @@ from contextengine.session.listing import session_title
 from contextengine.session.manage import custom_title, set_title, trash_session
 from contextengine.session.meta import SessionMeta, read_meta
 from contextengine.session.store.choice import open_store
+from contextengine.types import TurnInfo
 
 ProviderFactory = Callable[[], Provider]
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError
+from contextengine.types import TurnInfo
 from contextengine.workers.engine import celery_app, enqueue
 from contextengine.workers.tables import EVENTS_CHANNEL, connect
 from contextengine.workers.turns import shared_store
@@ -56,22 +57,6 @@ class WorkerEvent:
     id: int
     event: str
     data: str
-
-
-@dataclass(frozen=True)
-class OpenTurn:
-    """A queued or running turn: its first event's id, the record's length when it was
-    accepted (where its entries start) and its message."""
-
-    first_event_id: int
-    entry_index: int
-    message: str
-
-    @classmethod
-    def of(cls, row: Sequence[Any]) -> OpenTurn:
-        """The turn from a row's first event, record length at acceptance and message."""
-        first_event, accepted_at, message = row
-        return cls(int(first_event), int(accepted_at), str(message))
 
 
 @dataclass(frozen=True)
@@ -128,18 +113,18 @@ class TurnDispatcher:
             raise ContextEngineError(f"broker: cannot queue the turn ({exc})") from None
         return Follow(last, last)
 
-    def open_turns(self) -> dict[str, OpenTurn]:
+    def open_turns(self) -> dict[str, TurnInfo]:
         """Every session's queued or running turn, by session id."""
         with self._conn_lock:
             rows = self._conn.execute(OPEN_TURNS).fetchall()
-        return {str(row[0]): OpenTurn.of(row[1:]) for row in rows}
+        return {str(row[0]): _turn_of(row[1:]) for row in rows}
 
-    def cancel(self, session: str) -> OpenTurn | None:
+    def cancel(self, session: str) -> TurnInfo | None:
         """Ask the worker on ``session``'s open turn to stop before its next step (a worker
         that has not started it yet ends it at once); that turn, ``None`` when none is open."""
         with self._conn_lock, self._conn.transaction():
             row = self._conn.execute(REQUEST_STOP, (session,)).fetchone()
-        return None if row is None else OpenTurn.of(row)
+        return None if row is None else _turn_of(row)
 
     def follow(self, session: str, after: int) -> Follow:
         """Events after ``after``, and the open turn's live ones to its ``done``."""
@@ -218,3 +203,9 @@ class TurnDispatcher:
     def _set(self, session: str) -> None:
         for wake in self._waiting.get(session, ()):
             wake.set()
+
+
+def _turn_of(row: Sequence[Any]) -> TurnInfo:
+    """The turn from a row's first event, record length at acceptance and message."""
+    first_event, accepted_at, message = row
+    return TurnInfo(int(first_event), int(accepted_at), str(message))
