@@ -136,6 +136,26 @@ def test_third_error_of_a_class_reboots_and_can_hand_over_to_a_human(tmp_path):
     assert "NameError: name 'undefined_name' is not defined" in prompt
 
 
+def test_searches_that_find_nothing_are_no_strikes(tmp_path):
+    search = call("shell_exec", command="grep -n undefined_name app.py")
+    script = [
+        step(call("file_write", path="app.py", content="print('hello')\n")),
+        step(search),
+        step(search),
+        step(search),
+        step(search),
+        {"content": "Nothing in the tree uses undefined_name; there is nothing to fix."},
+    ]
+    agent, provider = make_agent(tmp_path, script)
+    result = agent.run("Find the uses of undefined_name.")
+    assert result.status == "completed"
+    assert [r.purpose for r in provider.requests] == ["main"] * 6
+    results = entries(agent, ToolResultEntry)[1:]
+    assert [(r.status, r.error_class) for r in results] == [("success", None)] * 4
+    assert all("[exit code 1]" in r.content for r in results)
+    assert "ERROR" not in (agent.session_dir / "progress.md").read_text()
+
+
 def test_a_human_answer_continues_the_run_and_the_struck_class_starts_over(tmp_path):
     asked = []
     script = [

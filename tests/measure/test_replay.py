@@ -7,7 +7,7 @@ import pytest
 
 from contextengine import Config
 from contextengine.measure.playback import SHARED_OBSERVATION
-from contextengine.measure.replay import replay
+from contextengine.measure.replay import Replayer, replay
 from contextengine.measure.trajectory import load_trajectory, parse_trajectory
 
 from .conftest import NATIVE_SAMPLE, TEXT_SAMPLE, cli, write_json
@@ -284,3 +284,44 @@ def test_refs_name_artifacts_where_a_live_session_keeps_them() -> None:
     folders = {m for t in refs for m in re.findall(r"default/workspace/([^/]+)/artifacts/", t)}
     assert len(folders) == 1 and len(folders.pop()) == len(new_session_id())
     assert all(".contextengine/sessions/default/default/workspace/" in t for t in refs)
+
+
+def _shell_run(observations: list[tuple[str, str]]) -> dict[str, Any]:
+    """A recorded run of ``bash`` calls, each failed (is_error) with the given observation."""
+    steps: list[dict[str, Any]] = [
+        {
+            "assistant": f"Trying {command}.",
+            "tool_calls": [{"name": "bash", "arguments": {"command": command}}],
+            "observation": observation,
+            "is_error": True,
+        }
+        for command, observation in observations
+    ]
+    steps.append({"assistant": "Done: nothing else to change."})
+    return {"task": "Find where the parser is defined.", "steps": steps}
+
+
+@pytest.mark.parametrize(
+    "silent",
+    [
+        "<returncode>1</returncode>\n<output>\n</output>",  # mini-swe-agent
+        "[Command finished with exit code 1]",  # OpenHands
+        "Exit code 1",  # Claude Code
+    ],
+)
+def test_recorded_searches_that_found_nothing_are_no_strikes(silent: str) -> None:
+    greps = [(f"grep -n 'def parse{k}' src/app.py", silent) for k in range(4)]
+    figures = Replayer(parse_trajectory(_shell_run(greps))).engine(Config())
+    assert figures.side_calls == ()
+
+
+def test_recorded_failures_with_a_message_or_of_other_commands_still_strike() -> None:
+    said = "<returncode>1</returncode>\n<output>\nImportError: no module named app\n</output>"
+    silent = "<returncode>1</returncode>\n<output>\n</output>"
+    for run in (
+        [("python3 -c 'import app'", said)] * 3,
+        [("./check.sh", silent)] * 3,  # not a search: its status 1 is a failure
+        [("grep -n x src/app.py", "<returncode>2</returncode>\n<output>\n</output>")] * 3,
+    ):
+        figures = Replayer(parse_trajectory(_shell_run(run))).engine(Config())
+        assert [s["purpose"] for s in figures.side_calls] == ["reboot"], run

@@ -110,3 +110,31 @@ def test_timeout_argument_is_bounded(run) -> None:
     assert run("shell_exec", command="true", timeout_s=601).error.code == "invalid_arguments"
     assert run("shell_exec", command="true", timeout_s=0).error.code == "invalid_arguments"
     assert run("shell_exec", command="").error.code == "invalid_arguments"
+
+
+def test_a_search_finding_nothing_answers_no_and_is_no_error(root: Path, run) -> None:
+    (root / "app.py").write_text("def main():\n    pass\n")
+    for command in (
+        "grep -n missing_name app.py",
+        "test -f nowhere.txt",
+        "cmp -s app.py /dev/null",
+    ):
+        out = run("shell_exec", command=command)
+        assert out.status == "success", command
+        assert out.error is None
+        assert out.text == "[exit code 1]"
+        assert out.data["exit_code"] == 1
+
+
+def test_a_failure_in_status_alone_is_still_an_error_unless_a_predicate_answered(
+    root: Path, run
+) -> None:
+    for command in ("false", "exit 1", "python3 -c 'raise SystemExit(1)'"):
+        out = run("shell_exec", command=command)
+        assert (out.status, out.error.code) == ("error", "nonzero_exit"), command
+    # a search that cannot run says why on stderr and exits 2: an error
+    out = run("shell_exec", command="grep -n x no_such_file.py")
+    assert (out.status, out.data["exit_code"]) == ("error", 2)
+    # a line that printed something before its search answered no is not silent
+    for command in ("echo found; grep -n x /dev/null", "echo note >&2; grep -n x /dev/null"):
+        assert run("shell_exec", command=command).status == "error", command

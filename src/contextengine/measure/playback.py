@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 from contextengine.agent.text_protocol import parse_text_reply
 from contextengine.canonical import canonical_json
@@ -27,12 +28,21 @@ from contextengine.measure.accounting import CacheAccountant, CallCost
 from contextengine.measure.trajectory import RecordedStep, Trajectory
 from contextengine.providers.base import StreamingProvider
 from contextengine.tools.base import ToolOutcome
+from contextengine.tools.command_line import ends_in_predicate
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.spec import ToolSpec
 from contextengine.tools.todo import TODO_TOOL_NAMES, todo_items
 from contextengine.tools.traits import UNDECLARED, ToolTraits
 from contextengine.types import ModelReply, ReplyDone, ReplyEvent, TextDelta, ToolCall, Usage
+
+# how other harnesses show a command's exit status: mini-swe-agent, OpenHands, Claude Code
+_STATUS_ELEMENT = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+_STATUS_LINE = re.compile(
+    r"^\[?(?:(?:the )?command (?:finished|completed) with )?exit code:? (-?\d+)\.?\]?$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_EMPTY_ELEMENT = re.compile(r"<(\w+)>\s*</\1>")
 
 PSEUDO_TOOL = "observation"
 SHARED_OBSERVATION = "(the output of this call is included in the first result of this step)"
@@ -285,6 +295,8 @@ class RecordedTools:
         masks are not applied)."""
         outcome = self._script.take_observation()
         arguments = call.arguments_or_empty()
+        if outcome.status == "error" and _answered_no(call.name, arguments, outcome.text):
+            outcome = ToolOutcome.ok(outcome.text)
         if call.name.lower() in TODO_TOOL_NAMES:
             # the list the recorded model wrote becomes the plan, as todo_write's would
             todos = [{"content": c, "status": s} for c, s in todo_items(arguments.get("todos"))]
@@ -292,3 +304,14 @@ class RecordedTools:
         if tool_category(call.name, arguments) == "read":
             return replace(outcome, kind="file")
         return outcome
+
+
+def _answered_no(tool_name: str, arguments: dict[str, Any], text: str) -> bool:
+    """Whether a recorded failed shell call is what ``shell_exec`` counts a success: a
+    search or comparison exiting 1 with nothing printed but its exit status."""
+    command = arguments.get("command")
+    if tool_category(tool_name, arguments) != "shell" or not isinstance(command, str):
+        return False
+    codes = _STATUS_ELEMENT.findall(text) + _STATUS_LINE.findall(text)
+    rest = _EMPTY_ELEMENT.sub("", _STATUS_LINE.sub("", _STATUS_ELEMENT.sub("", text)))
+    return codes == ["1"] and not rest.strip() and ends_in_predicate(command)

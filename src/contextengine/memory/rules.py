@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from contextengine.session.entries import (
     UserEntry,
 )
 from contextengine.session.log import LogRecord
+from contextengine.tools.command_line import simple_commands
 from contextengine.tools.traits import UNDECLARED, ToolTraits
 
 INFO_ACTIONS_PER_FINDING = 2
@@ -90,7 +90,6 @@ _INSPECT_COMMANDS = frozenset(
     }
 )
 _INSPECT_GIT = frozenset({"log", "show", "diff", "status", "blame", "grep", "ls-files", "branch"})
-_SEGMENTS = re.compile(r"\|\||&&|[|;\n]")
 
 TWO_ACTION_TEXT = "2-action rule: record what your last two reads taught you (memory_finding_add)."
 _PLAN_OPEN = "<task_plan>"
@@ -121,19 +120,11 @@ def is_inspection(command: str) -> bool:
     """Whether every part of a shell command line only reads (no redirect into a file)."""
     if ">" in command.replace("2>&1", "").replace(">/dev/null", "").replace("> /dev/null", ""):
         return False
-    parts = [p.strip() for p in _SEGMENTS.split(command) if p.strip()]
-    if not parts:
+    commands = simple_commands(command)
+    if not commands:
         return False
-    for part in parts:
-        try:
-            words = shlex.split(part)
-        except ValueError:
-            return False
-        while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
-            words = words[1:]
-        if not words:
-            return False
-        program = words[0].rsplit("/", 1)[-1]
+    for words in commands:
+        program = words[0]
         if program == "cd":
             continue
         if program == "git":
