@@ -43,6 +43,18 @@ def test_unknown_models_have_no_price_never_sonnets(model: str) -> None:
         prices_for(model)
 
 
+@pytest.mark.parametrize(
+    ("routed", "model"),
+    [
+        ("anthropic/claude-opus-4-6", "claude-opus-4-6"),
+        ("openai/gpt-4o", "gpt-4o"),
+        ("google/gemini-2.5-pro", "gemini-2.5-pro"),
+    ],
+)
+def test_a_routed_model_name_is_priced_as_the_model(routed: str, model: str) -> None:
+    assert model_prices(routed) == model_prices(model) is not None
+
+
 def test_a_gemini_model_is_priced_as_itself() -> None:
     gemini = model_prices("gemini-2.5-pro")
     assert gemini is not None and gemini != prices_for(DEFAULT_FAMILY)

@@ -51,14 +51,23 @@ FAMILY_MODELS: dict[str, str] = {
 
 @cache
 def model_prices(model: str) -> Prices | None:
-    """The prices of ``model`` (a model name as a provider reports it), or None when
-    genai-prices does not know it. Tiered prices are their base tier (below 200k tokens); a
+    """The prices of ``model`` (a model name as a provider or a router reports it), or None
+    when genai-prices does not know it. Tiered prices are their base tier (below 200k tokens); a
     model without a cache discount or write premium pays the input price for those tokens."""
     from genai_prices.data_snapshot import get_snapshot
 
-    try:
-        _, info = get_snapshot().find_provider_model(model, None, None, None)
-    except LookupError:
+    snapshot = get_snapshot()
+    # a routed name (LiteLLM, OpenRouter: "deepseek/deepseek-chat") is also tried as the
+    # provider's own model, then as the bare model name
+    provider, _, bare = model.rpartition("/")
+    tries = [(model, None), (bare, provider), (bare, None)] if provider else [(model, None)]
+    for name, provider_id in tries:
+        try:
+            _, info = snapshot.find_provider_model(name, None, provider_id, None)
+            break
+        except LookupError:
+            continue
+    else:
         return None
     table = info.get_prices(datetime.now(UTC))
     uncached = _per_mtok(table.input_mtok)
