@@ -14,8 +14,11 @@ Targets (issue 9): total input cost <= 0.5x ``full_history``, no run above 1.02x
 recall >= 0.95 and none below 0.90, no breaks outside compaction and pruning, every
 pruning paid back within its run.
 
-    python benchmarks/replay_all.py [--history-mode full] [--window 60000] [--prices FAMILY]
-                                    [--trajectories DIR]
+    python benchmarks/replay_all.py [--history-mode full] [--window 60000] [--trajectories DIR]
+                                    [--prices FAMILY|MODEL|recorded]
+
+``--prices recorded`` prices each file at its recorded model's prices (the default family
+where genai-prices does not know the model).
 """
 
 from __future__ import annotations
@@ -27,12 +30,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contextengine.config import COMPONENT_FLAGS, Config
-from contextengine.measure.prices import DEFAULT_FAMILY
+from contextengine.errors import ContextEngineError
+from contextengine.measure.prices import DEFAULT_FAMILY, model_prices, prices_for
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
-from contextengine.measure.trajectory import load_trajectory
+from contextengine.measure.trajectory import Trajectory, load_trajectory
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "bench" / "trajectories"
+RECORDED = "recorded"
+
+
+def prices_of(trajectory: Trajectory, choice: str) -> str:
+    """The prices one file is replayed at: ``choice``, or with ``recorded`` the file's own
+    model where genai-prices knows it (else the default family)."""
+    if choice != RECORDED:
+        return choice
+    return trajectory.model if model_prices(trajectory.model) else DEFAULT_FAMILY
+
+
+def check_prices(choice: str) -> None:
+    """Exit with one line when ``--prices`` names nothing priced."""
+    if choice != RECORDED:
+        try:
+            prices_for(choice)
+        except ContextEngineError as exc:
+            sys.exit(f"error: {exc}")
 
 
 @dataclass
@@ -66,22 +88,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trajectories", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--window", type=int, default=60_000, help="small-window row (tokens)")
-    parser.add_argument("--prices", default=DEFAULT_FAMILY)
+    parser.add_argument(
+        "--prices", default=DEFAULT_FAMILY, help=f"a family, a model, or {RECORDED}"
+    )
     parser.add_argument(
         "--history-mode",
         choices=("compressed", "full", "round_scratchpad"),
         help="base history mode for every engine row (default: the config's default)",
     )
     args = parser.parse_args()
+    check_prices(args.prices)
     files = sorted(args.trajectories.rglob("*.json"))
     if not files:
-        sys.exit(f"no trajectories in {args.trajectories}")
+        sys.exit(f"error: no trajectories in {args.trajectories}")
     counter = TokenCounter()
     plan = configs(args.window, args.history_mode)
     rows = [Row(label) for label, _ in plan]
     started = time.perf_counter()
     for path in files:
-        replayer = Replayer(load_trajectory(path), prices=args.prices, counter=counter)
+        trajectory = load_trajectory(path)
+        replayer = Replayer(trajectory, prices=prices_of(trajectory, args.prices), counter=counter)
         baselines = replayer.baselines()
         for row, (label, config) in zip(rows, plan, strict=True):
             if config is None:

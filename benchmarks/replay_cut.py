@@ -9,6 +9,7 @@ all files relative to ``full_history``; mean and lowest reference recall; prunes
 within the (cut) run; the runs above 1.02x and what each costs.
 
     python benchmarks/replay_cut.py [--fractions 0.3 0.5 0.7 0.85 1] [--trajectories DIR]
+                                    [--prices FAMILY|MODEL|recorded]
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from replay_all import DEFAULT_DIR
+from replay_all import DEFAULT_DIR, RECORDED, check_prices, prices_of
 
 from contextengine.config import Config
+from contextengine.measure.prices import DEFAULT_FAMILY
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory, load_trajectory
@@ -67,7 +69,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trajectories", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.3, 0.5, 0.7, 0.85, 1.0])
+    parser.add_argument(
+        "--prices", default=DEFAULT_FAMILY, help=f"a family, a model, or {RECORDED}"
+    )
     args = parser.parse_args()
+    check_prices(args.prices)
     if any(not 0 < f <= 1 for f in args.fractions):
         sys.exit("error: --fractions must be in (0, 1]")
     files = sorted(args.trajectories.rglob("*.json"))
@@ -84,7 +90,8 @@ def main() -> None:
         runs = []
         for k, (name, trajectory) in enumerate(trajectories, 1):
             print(f"[{fraction:g}] {k}/{len(trajectories)} {name}", file=sys.stderr, flush=True)
-            replayer = Replayer(cut(trajectory, fraction), counter=counter)
+            prices = prices_of(trajectory, args.prices)
+            replayer = Replayer(cut(trajectory, fraction), prices=prices, counter=counter)
             full = replayer.baselines()["full_history"]
             runs.append((name, replayer.engine(Config()), full))
         print(row(fraction, runs), flush=True)
