@@ -140,10 +140,7 @@ def test_searches_that_find_nothing_are_no_strikes(tmp_path):
     search = call("shell_exec", command="grep -n undefined_name app.py")
     script = [
         step(call("file_write", path="app.py", content="print('hello')\n")),
-        step(search),
-        step(search),
-        step(search),
-        step(search),
+        *[step(search)] * 4,
         {"content": "Nothing in the tree uses undefined_name; there is nothing to fix."},
     ]
     agent, provider = make_agent(tmp_path, script)
