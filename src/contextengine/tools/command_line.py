@@ -31,8 +31,7 @@ def simple_commands(command: str) -> list[list[str]] | None:
     except ValueError:
         return None
     commands: list[list[str]] = []
-    for part in filter(None, parts):
-        words = part
+    for words in filter(None, parts):
         while words and _ASSIGNMENT.match(words[0]):
             words = words[1:]
         if not words:

@@ -5,6 +5,9 @@ session switched it off; where the sandbox cannot run, the call fails and says s
 
 stdout and stderr are read by two threads into separate buffers, each capped at
 ``ToolContext.max_output_bytes`` (head and tail kept, the middle replaced by a marker).
+
+A non-zero exit is an error, except a search or comparison (``grep``, ``test``, ``diff``)
+that exits 1 and prints nothing: that is its answer "no", a success.
 """
 
 from __future__ import annotations
