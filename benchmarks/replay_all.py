@@ -31,21 +31,12 @@ from pathlib import Path
 
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.errors import ContextEngineError
-from contextengine.measure.prices import DEFAULT_FAMILY, model_prices, prices_for
+from contextengine.measure.prices import DEFAULT_FAMILY, RECORDED, prices_for, replay_prices
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
-from contextengine.measure.trajectory import Trajectory, load_trajectory
+from contextengine.measure.trajectory import load_trajectory
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "bench" / "trajectories"
-RECORDED = "recorded"
-
-
-def prices_of(trajectory: Trajectory, choice: str) -> str:
-    """The prices one file is replayed at: ``choice``, or with ``recorded`` the file's own
-    model where genai-prices knows it (else the default family)."""
-    if choice != RECORDED:
-        return choice
-    return trajectory.model if model_prices(trajectory.model) else DEFAULT_FAMILY
 
 
 def check_prices(choice: str) -> None:
@@ -107,7 +98,9 @@ def main() -> None:
     started = time.perf_counter()
     for path in files:
         trajectory = load_trajectory(path)
-        replayer = Replayer(trajectory, prices=prices_of(trajectory, args.prices), counter=counter)
+        replayer = Replayer(
+            trajectory, prices=replay_prices(args.prices, trajectory.model), counter=counter
+        )
         baselines = replayer.baselines()
         for row, (label, config) in zip(rows, plan, strict=True):
             if config is None:

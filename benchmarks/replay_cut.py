@@ -18,10 +18,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from replay_all import DEFAULT_DIR, RECORDED, check_prices, prices_of
+from replay_all import DEFAULT_DIR, check_prices
 
 from contextengine.config import Config
-from contextengine.measure.prices import DEFAULT_FAMILY
+from contextengine.measure.prices import DEFAULT_FAMILY, RECORDED, replay_prices
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory, load_trajectory
@@ -90,7 +90,7 @@ def main() -> None:
         runs = []
         for k, (name, trajectory) in enumerate(trajectories, 1):
             print(f"[{fraction:g}] {k}/{len(trajectories)} {name}", file=sys.stderr, flush=True)
-            prices = prices_of(trajectory, args.prices)
+            prices = replay_prices(args.prices, trajectory.model)
             replayer = Replayer(cut(trajectory, fraction), prices=prices, counter=counter)
             full = replayer.baselines()["full_history"]
             runs.append((name, replayer.engine(Config()), full))

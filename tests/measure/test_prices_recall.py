@@ -1,7 +1,15 @@
 import pytest
 
 from contextengine.errors import ContextEngineError
-from contextengine.measure.prices import DEFAULT_FAMILY, Prices, model_prices, prices_for, usd
+from contextengine.measure.prices import (
+    DEFAULT_FAMILY,
+    RECORDED,
+    Prices,
+    model_prices,
+    prices_for,
+    replay_prices,
+    usd,
+)
 from contextengine.measure.recall import mean_recall, request_text, step_recall, step_references
 from contextengine.measure.trajectory import parse_trajectory
 
@@ -93,3 +101,9 @@ def test_references_come_from_earlier_observations_only() -> None:
     assert step_recall(refs[1], text) == 0.5
     assert step_recall(frozenset(), text) is None
     assert mean_recall([None, 0.5, 1.0]) == 0.75 and mean_recall([None]) is None
+
+
+def test_replay_prices_resolve_recorded_to_the_run_model_or_the_default() -> None:
+    assert replay_prices("gpt-4o", "gemini-2.5-pro") == "gpt-4o"
+    assert replay_prices(RECORDED, "gemini-2.5-pro") == "gemini-2.5-pro"
+    assert replay_prices(RECORDED, "my-finetune") == DEFAULT_FAMILY

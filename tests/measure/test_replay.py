@@ -325,3 +325,13 @@ def test_recorded_failures_with_a_message_or_of_other_commands_still_strike() ->
     ):
         figures = Replayer(parse_trajectory(_shell_run(run))).engine(Config())
         assert [s["purpose"] for s in figures.side_calls] == ["reboot"], run
+
+
+def test_prices_recorded_prices_a_run_at_its_own_model_else_the_default() -> None:
+    gemini = run_json(TEXT_SAMPLE, "--prices", "recorded")
+    assert gemini["prices"] == "google/gemini-3-pro-preview"
+    assert gemini["baselines"]["full_history"]["input_cost_usd"] != pytest.approx(
+        run_json(TEXT_SAMPLE)["baselines"]["full_history"]["input_cost_usd"]
+    )
+    unknown = run_json(NATIVE_SAMPLE, "--prices", "recorded")  # a model genai-prices lacks
+    assert unknown["prices"] == "claude-sonnet"

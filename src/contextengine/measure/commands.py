@@ -13,13 +13,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from contextengine.config import Config
-from contextengine.measure.prices import DEFAULT_FAMILY, FAMILY_MODELS, UNKNOWN_PRICE
+from contextengine.measure.prices import DEFAULT_FAMILY, FAMILY_MODELS, RECORDED, UNKNOWN_PRICE
 
 PRICES_HELP = (
     "Prices: a family ("
     + ", ".join(FAMILY_MODELS)
     + ") or any model name genai-prices knows"
     + f" (default {DEFAULT_FAMILY})."
+)
+REPLAY_PRICES_HELP = PRICES_HELP.replace(
+    " (default", f", or {RECORDED}: the recorded run's own model (default"
 )
 
 
@@ -39,18 +42,19 @@ def replay_command(
     context_window: Annotated[
         int | None, typer.Option(help="Context window in tokens (compaction trigger).")
     ] = None,
-    prices: Annotated[str, typer.Option(help=PRICES_HELP)] = DEFAULT_FAMILY,
+    prices: Annotated[str, typer.Option(help=REPLAY_PRICES_HELP)] = DEFAULT_FAMILY,
     config: Annotated[
         Path | None,
         typer.Option("--config", "-c", help="Config file (TOML or YAML).", dir_okay=False),
     ] = None,
 ) -> None:
     """Replay a recorded run through the engine and compare it with the baselines."""
-    from contextengine.measure.prices import prices_for
+    from contextengine.measure.prices import prices_for, replay_prices
     from contextengine.measure.replay import apply_flags, replay
     from contextengine.measure.trajectory import load_trajectory
 
     recording = load_trajectory(trajectory)
+    prices = replay_prices(prices, recording.model)
     prices_for(prices)
     settings = apply_flags(
         Config.load(config), flags, history_mode=history_mode, context_window=context_window

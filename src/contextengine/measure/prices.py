@@ -47,6 +47,8 @@ FAMILY_MODELS: dict[str, str] = {
     "gpt-4.1": "gpt-4.1",
 }
 """Short names ``--prices`` accepts, each priced as the genai-prices model it names."""
+RECORDED = "recorded"
+"""``--prices recorded``: a replayed run at its own recorded model's prices."""
 
 
 @cache
@@ -100,6 +102,14 @@ def prices_for(name: str) -> Prices:
             f"unknown price family {name!r} (known: {known}, or a model name genai-prices knows)"
         )
     return found
+
+
+def replay_prices(choice: str, model: str) -> str:
+    """What ``--prices choice`` prices a recorded run of ``model`` at: ``choice`` itself, or
+    with ``recorded`` the run's model where genai-prices knows it, else the default family."""
+    if choice != RECORDED:
+        return choice
+    return model if model_prices(model) else DEFAULT_FAMILY
 
 
 def usd(amount: float | None) -> str:
