@@ -15,14 +15,11 @@ from rich.table import Table
 from contextengine.config import Config
 from contextengine.measure.prices import DEFAULT_FAMILY, FAMILY_MODELS, RECORDED, UNKNOWN_PRICE
 
-PRICES_HELP = (
-    "Prices: a family ("
-    + ", ".join(FAMILY_MODELS)
-    + ") or any model name genai-prices knows"
-    + f" (default {DEFAULT_FAMILY})."
-)
-REPLAY_PRICES_HELP = PRICES_HELP.replace(
-    " (default", f", or {RECORDED}: the recorded run's own model (default"
+_PRICE_CHOICES = f"a family ({', '.join(FAMILY_MODELS)}) or any model name genai-prices knows"
+REPORT_PRICES_HELP = f"Prices: {_PRICE_CHOICES} (default: by model, {DEFAULT_FAMILY})."
+REPLAY_PRICES_HELP = (
+    f"Prices: {_PRICE_CHOICES}, or {RECORDED}: the recorded run's own model "
+    f"(default {DEFAULT_FAMILY})."
 )
 
 
@@ -149,9 +146,7 @@ def report_command(
     plot: Annotated[
         Path | None, typer.Option(help="Write a PNG of per-call input tokens (cached/uncached).")
     ] = None,
-    prices: Annotated[
-        str | None, typer.Option(help=PRICES_HELP.replace("default", "default: by model,"))
-    ] = None,
+    prices: Annotated[str | None, typer.Option(help=REPORT_PRICES_HELP)] = None,
 ) -> None:
     """Report tokens, cache hits, cost, savings and cache breaks of a session."""
     from contextengine.measure.prices import prices_for
