@@ -28,7 +28,7 @@ from contextengine.measure.accounting import CacheAccountant, CallCost
 from contextengine.measure.trajectory import RecordedStep, Trajectory
 from contextengine.providers.base import StreamingProvider
 from contextengine.tools.base import ToolOutcome
-from contextengine.tools.command_line import ends_in_predicate
+from contextengine.tools.command_line import answered_no
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
 from contextengine.tools.spec import ToolSpec
@@ -295,7 +295,7 @@ class RecordedTools:
         masks are not applied)."""
         outcome = self._script.take_observation()
         arguments = call.arguments_or_empty()
-        if outcome.status == "error" and _answered_no(call.name, arguments, outcome.text):
+        if outcome.status == "error" and _recorded_no(call.name, arguments, outcome.text):
             outcome = ToolOutcome.ok(outcome.text)
         if call.name.lower() in TODO_TOOL_NAMES:
             # the list the recorded model wrote becomes the plan, as todo_write's would
@@ -306,12 +306,13 @@ class RecordedTools:
         return outcome
 
 
-def _answered_no(tool_name: str, arguments: dict[str, Any], text: str) -> bool:
-    """Whether a recorded failed shell call is what ``shell_exec`` counts a success: a
-    search or comparison exiting 1 with nothing printed but its exit status."""
+def _recorded_no(tool_name: str, arguments: dict[str, Any], text: str) -> bool:
+    """Whether a recorded failed shell call is what ``shell_exec`` counts a success
+    (``answered_no``): its observation holds one exit status, and around it only empty
+    wrappers and what the command printed."""
     command = arguments.get("command")
     if tool_category(tool_name, arguments) != "shell" or not isinstance(command, str):
         return False
     codes = _STATUS_ELEMENT.findall(text) + _STATUS_LINE.findall(text)
-    rest = _EMPTY_ELEMENT.sub("", _STATUS_LINE.sub("", _STATUS_ELEMENT.sub("", text)))
-    return codes == ["1"] and not rest.strip() and ends_in_predicate(command)
+    printed = _EMPTY_ELEMENT.sub("", _STATUS_LINE.sub("", _STATUS_ELEMENT.sub("", text)))
+    return len(codes) == 1 and answered_no(command, int(codes[0]), printed)

@@ -58,3 +58,10 @@ def ends_in_predicate(command: str) -> bool:
     if last[0] == "git":
         return len(last) > 1 and last[1] in _PREDICATE_GIT
     return last[0] in _PREDICATES
+
+
+def answered_no(command: str, exit_code: int, output: str) -> bool:
+    """Whether ``command``, exiting with ``exit_code`` after printing ``output`` (its
+    streams, wrappers removed), answered "no": a search or comparison exiting 1 in silence.
+    Such a call succeeded; its exit status is no error to strike or learn from."""
+    return exit_code == 1 and not output.strip() and ends_in_predicate(command)

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.classify import error_tail
-from contextengine.tools.command_line import ends_in_predicate
+from contextengine.tools.command_line import answered_no
 from contextengine.tools.context import ToolContext
 from contextengine.tools.sandbox import ConfinedProcess, SandboxUnavailable, confine
 from contextengine.tools.traits import ToolTraits
@@ -144,16 +144,10 @@ class ShellExec:
         if timed_out:
             message = f"command timed out after {timeout:g} s; its process group was killed"
             return ToolOutcome.fail("timeout", message + _stderr_tail(stderr), text, data)
-        if code != 0 and not _answered_no(args.command, code, stdout, stderr):
+        if code != 0 and not answered_no(args.command, code, stdout + stderr):
             message = f"command exited with code {code}"
             return ToolOutcome.fail("nonzero_exit", message + _stderr_tail(stderr), text, data)
         return ToolOutcome.ok(text, data)
-
-
-def _answered_no(command: str, code: int, stdout: str, stderr: str) -> bool:
-    """A search or comparison exiting 1 in silence answered "no": the call succeeded, its
-    observation still says ``[exit code 1]``, and it is no error to strike or learn from."""
-    return code == 1 and not stdout.strip() and not stderr.strip() and ends_in_predicate(command)
 
 
 def _start(argv: list[str], ctx: ToolContext) -> tuple[subprocess.Popen[bytes], Callable[[], None]]:
