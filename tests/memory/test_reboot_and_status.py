@@ -129,3 +129,21 @@ def test_a_plan_the_model_just_wrote_is_not_recited_back_in_full() -> None:
     assert recital.tail(plan, "Build it.", 1, just_written=True) == "Focus: step 1"
     assert recital.tail(plan, "Build it.", 2) == "Focus: step 1 Run"
     assert "[>] 1 Run" in recital.tail(plan, "Build it.", 1 + FULL_EVERY), "periodic (R8.2)"
+
+
+def test_a_turn_recites_the_unchanged_status_only_when_it_was_not_recited_lately() -> None:
+    recital = TailRecital()
+    first = recital.tail(Plan(), "Chat.", 0, where="ws/s1")
+    assert first.startswith("## Task status\nObjective: Chat.")
+    assert first.endswith("\nMemory files: ws/s1/ task_plan.md, findings.md, progress.md.")
+    recital.new_turn()
+    assert recital.tail(Plan(), "Chat.", 1, where="ws/s1") == NO_PLAN, "recited a call ago"
+    recital.new_turn()
+    later = recital.tail(Plan(), "Chat.", 1 + FULL_EVERY, where="ws/s1")
+    assert later == first, "a turn long after the last recital recites it, folder and all"
+    assert recital.tail(Plan(), "Chat.", 1 + FULL_EVERY, where="ws/s1") == later, "a rebuild"
+    assert recital.tail(Plan(), "Chat.", 2 + FULL_EVERY, where="ws/s1") == NO_PLAN
+    recital.new_turn()
+    changed = recital.tail(Plan(), "Chat more.", 3 + FULL_EVERY, where="ws/s1")
+    assert changed.startswith("## Task status\nObjective: Chat more.")
+    assert "Memory files" not in changed, "a change is recited; the folder was named lately"

@@ -94,12 +94,16 @@ def focus_line(plan: Plan, *, with_text: bool = True) -> str:
 
 
 class TailRecital:
-    """Chooses the tail of each iteration: the full status when it changed, at a turn's
-    first request and every ``FULL_EVERY`` iterations, else the brief focus line."""
+    """Chooses the tail of each iteration: the full status when it changed, and (while
+    there is a plan) every ``FULL_EVERY`` iterations, or at a turn's first request when
+    that long has passed; else the brief focus line. A chat whose every turn is one reply
+    would otherwise pay the whole status, unchanged, on every request."""
 
     def __init__(self) -> None:
         self._full: str | None = None
         self._full_at = -FULL_EVERY
+        self._named_at: int | None = None  # when the memory files' folder was last named
+        self._turn_started = True
 
     def recital(
         self,
@@ -112,22 +116,26 @@ class TailRecital:
         where: str | None = None,
     ) -> str | None:
         """The full status when it is due at ``iteration`` (model calls so far), else
-        ``None``. It is due when it changed, at a turn's first request and, while there is
-        a plan, every ``FULL_EVERY`` iterations (R8.2); it lists ``errors``, the unresolved
-        recent ones (a new error alone is no change: history holds it verbatim).
+        ``None``. It is due when it changed, while there is a plan every ``FULL_EVERY``
+        iterations (R8.2), and at a turn's first request unless it was recited fewer than
+        ``FULL_EVERY`` iterations before; it lists ``errors``, the unresolved recent ones
+        (a new error alone is no change: history holds it verbatim).
         ``just_written``: the model's own plan call, the message before, changed the plan:
         the steps are in view, so the change counts as recited. ``where``: the folder of
-        the memory files, named at a turn's first request."""
+        the memory files, named with the session's first recital and a turn's."""
         full = task_status(plan, first_user_text)
-        memory = f"\nMemory files: {where}/ {MEMORY_NAMES}" if where and self._full is None else ""
-        periodic = bool(plan.steps) and iteration - self._full_at >= FULL_EVERY
-        due = iteration == self._full_at or periodic
+        stale = iteration - self._full_at >= FULL_EVERY
+        turn_due, self._turn_started = self._turn_started and stale, False
+        due = iteration == self._full_at or (bool(plan.steps) and stale) or turn_due
         if just_written and full != self._full:
             self._full, self._full_at = full, iteration
             return None
         if full != self._full or due:
+            if self._named_at is None or turn_due:
+                self._named_at = iteration
             self._full, self._full_at = full, iteration
-            return full + errors_block(errors) + memory
+            memory = f"\nMemory files: {where}/ {MEMORY_NAMES}" if where else ""
+            return full + errors_block(errors) + (memory if iteration == self._named_at else "")
         return None
 
     def tail(
@@ -152,5 +160,6 @@ class TailRecital:
         return focus_line(plan, with_text=not just_written)
 
     def new_turn(self) -> None:
-        """A user turn starts: its first request recites the full status."""
-        self._full = None
+        """A user turn starts: its first request recites the full status if that was
+        not done in the last ``FULL_EVERY`` iterations."""
+        self._turn_started = True
