@@ -6,7 +6,12 @@ import pytest
 
 from contextengine.compress.compressors import compress_observation
 from contextengine.compress.externalize import CompressedRef, Externalizer
-from contextengine.compress.observation import ObservationProcessor, ProcessedObservation
+from contextengine.compress.observation import (
+    ObservationProcessor,
+    ProcessedObservation,
+    maximal,
+    names_in,
+)
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import default_toolset
@@ -200,3 +205,19 @@ def test_session_outside_the_workspace_is_addressed_absolutely(tmp_path: Path) -
     read = h.toolset.execute(ToolCall("r", "file_read", json.dumps({"path": ref.path})), h.ctx)
     assert read.status == "success"
     assert read.data["total_lines"] == out.text.count("\n") + 1
+
+
+def test_the_index_leaves_out_names_inside_longer_listed_ones(h: Harness) -> None:
+    paths = [f"pkg/locale/lang_{i:03d}/LC_MESSAGES" for i in range(150)]
+    listing = ("drwxr-xr-x 2 root root 4096 " + line for p in paths for line in (p, "LC_MESSAGES"))
+    text = "\n".join([*(p.rsplit("/", 1)[0] for p in paths), *listing])
+    obs = h.processor("full").process(1, "Bash", {"command": "ls -R"}, ToolOutcome.ok(text))
+    index = obs.live.split("Names in the full output: ", 1)[1].split(", ")
+    listed = [p for p in paths if p not in _ref_of(obs.live).preview]
+    assert index == listed, "each directory and LC_MESSAGES are inside a listed path"
+    assert all(name in obs.live for name in names_in(text)), "every name is still findable"
+
+
+def test_maximal_keeps_order_and_only_checks_its_window() -> None:
+    assert maximal(["ab_cd", "ab_cd_ef", "zz_top", "ab_cd"[:4]], 10) == ["ab_cd_ef", "zz_top"]
+    assert maximal(["x_y_z", "x_y_z_w", "x_y"], 2) == ["x_y_z_w", "x_y"]

@@ -152,6 +152,28 @@ def test_the_stub_keeps_names_nothing_else_in_view_holds(tmp_path):
     assert "Reading" not in stub.content, "plain words and names in view are not listed"
 
 
+def test_the_stub_leaves_out_names_inside_longer_listed_ones(tmp_path):
+    session = Session.create(tmp_path / "s", session_id="prune-nested", durable=False)
+    session.append(UserEntry(text="List every package."))
+    for k in range(30):
+        tree = "\n".join(
+            f"drwxr-xr-x pkg_{k}/locale_{i} pkg_{k}/locale_{i}/LC_MESSAGES" for i in range(60)
+        )
+        call = ToolCallRecord(id=f"c{k}", name="shell_exec", arguments_json='{"command":"ls"}')
+        session.append(AssistantEntry(text="Listing.", tool_calls=(call,)))
+        session.append(
+            ToolResultEntry(call_id=f"c{k}", tool_name="shell_exec", status="success", content=tree)
+        )
+    p = pruner(session)
+    decision = p.decide()
+    assert decision is not None
+    p.prune(decision)
+    stub = stubs(session)[decision.records[0].index].content
+    listed = stub.split("\nnames: ", 1)[1].split(", ")
+    assert listed[:2] == ["pkg_0/locale_0/LC_MESSAGES", "pkg_0/locale_1/LC_MESSAGES"]
+    assert "pkg_0/locale_1" in stub and "pkg_0/locale_1" not in listed, "held by a longer one"
+
+
 def test_the_next_request_breaks_the_cache_once_with_cause_prune(tmp_path):
     session = session_with_steps(tmp_path / "s", [120] * 30)
     builder = ContextBuilder(system_prompt="You read code.")

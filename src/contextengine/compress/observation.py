@@ -9,7 +9,7 @@ artifacts first (R3.3). An error's message is kept verbatim in both (R5.1).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,13 +110,15 @@ class ObservationProcessor:
         failure's message verbatim.
 
         The index lists the names new to this session (in no observation history holds,
-        nor in the preview), so the model knows what the artifact holds without reading it.
+        nor in the preview), so the model knows what the artifact holds without reading it;
+        a name that is part of a longer listed one is held by it and not listed again.
         """
         parts = [
             ref.to_json(),
             "Read the full output in parts with file_read (start_line/end_line).",
         ]
         fresh = [n for n in names_in(outcome.text) if n not in self._seen and n not in ref.preview]
+        fresh = maximal(fresh, 4 * MAX_INDEXED_NAMES)
         if fresh:
             shown = fresh[:MAX_INDEXED_NAMES]
             more = f" (and {len(fresh) - len(shown)} more)" if len(fresh) > len(shown) else ""
@@ -175,6 +177,14 @@ def names_in(text: str) -> list[str]:
         if len(name) >= 6 and _CODE_LIKE.search(name):
             seen.setdefault(name, None)
     return list(seen)
+
+
+def maximal(names: Sequence[str], window: int) -> list[str]:
+    """``names`` without those that are part of another among the first ``window`` (a
+    list holding the longer holds both), the rest as they are."""
+    head = names[:window]
+    joined = "\n".join(head)  # a name inside another occurs in it twice
+    return [n for n in head if joined.count(n) == 1] + list(names[window:])
 
 
 def _str_arg(arguments: Mapping[str, Any], key: str) -> str | None:

@@ -29,7 +29,8 @@ saving. It chooses where the batch starts (the oldest candidate, or a later one)
 largest expected net saving, so one rewrite carries as much as it can.
 
 A stub names the artifact holding the text byte for byte and the code-like names the
-text held that nothing else in view holds, so what was pruned stays findable.
+text held that nothing else in view holds (none that is part of a longer listed one), so
+what was pruned stays findable.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from typing import Any
 
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
-from contextengine.compress.observation import artifact_name, names_in
+from contextengine.compress.observation import artifact_name, maximal, names_in
 from contextengine.config import Config
 from contextengine.context.tokens import count_tokens
 from contextengine.session.entries import (
@@ -301,7 +302,7 @@ class _NameIndex:
     def new(self, text: str) -> list[str]:
         names = [n for n in names_in(text) if n not in self._kept and n not in self._listed]
         self._listed.update(names)
-        return names
+        return maximal(names, 4 * MAX_STUB_NAMES)
 
 
 def cache_lifetime_s(config: Config) -> float:
