@@ -149,6 +149,14 @@ in 0.21 seconds\x20
 DO *NOT* COMMIT!
 </output>"""
 OH_PONYC_4595_STEP_15 = "bash: ponyc: command not found"
+# A failing command says no more than its exit status (a search through xargs); a harness
+# refusing a reply with two actions states none: they are not one class of failure.
+XARGS_GREP_EXIT_123 = """<returncode>123</returncode>
+<output>
+grep: sklearn/utils/tests: Is a directory
+sklearn/feature_extraction/tests/test_text.py
+</output>"""
+MSA1_TWO_ACTIONS = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
 
 
 @pytest.mark.parametrize(
@@ -160,6 +168,11 @@ OH_PONYC_4595_STEP_15 = "bash: ponyc: command not found"
         (MSA1_SYMPY_19637_STEP_17, "test_failure"),
         (OH_PONYC_4595_STEP_15, "command_not_found"),
         ("fatal: The current branch spotter-dov has no upstream branch.", "error"),
+        (XARGS_GREP_EXIT_123, "nonzero_exit"),
+        ("make: *** [all] Error 2\n[Command finished with exit code 2]", "nonzero_exit"),
+        ("Exit code 2\nerror: pathspec 'x' did not match any file(s) known to git", "nonzero_exit"),
+        ("<returncode>0</returncode>\n<output>\n</output>", "error"),
+        (MSA1_TWO_ACTIONS, "error"),
     ],
 )
 def test_recorded_foreign_errors(text: str, expected: str) -> None:

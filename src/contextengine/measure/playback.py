@@ -28,6 +28,7 @@ from contextengine.measure.accounting import CacheAccountant, CallCost
 from contextengine.measure.trajectory import RecordedStep, Trajectory
 from contextengine.providers.base import StreamingProvider
 from contextengine.tools.base import ToolOutcome
+from contextengine.tools.classify import EXIT_STATUS_ELEMENT, EXIT_STATUS_LINE, exit_statuses
 from contextengine.tools.command_line import answered_no
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
@@ -36,12 +37,6 @@ from contextengine.tools.todo import TODO_TOOL_NAMES, todo_items
 from contextengine.tools.traits import UNDECLARED, ToolTraits
 from contextengine.types import ModelReply, ReplyDone, ReplyEvent, TextDelta, ToolCall, Usage
 
-# how other harnesses show a command's exit status: mini-swe-agent, OpenHands, Claude Code
-_STATUS_ELEMENT = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
-_STATUS_LINE = re.compile(
-    r"^\[?(?:(?:the )?command (?:finished|completed) with )?exit code:? (-?\d+)\.?\]?$",
-    re.IGNORECASE | re.MULTILINE,
-)
 _EMPTY_ELEMENT = re.compile(r"<(\w+)>\s*</\1>")
 
 PSEUDO_TOOL = "observation"
@@ -313,6 +308,6 @@ def _recorded_no(tool_name: str, arguments: dict[str, Any], text: str) -> bool:
     command = arguments.get("command")
     if tool_category(tool_name, arguments) != "shell" or not isinstance(command, str):
         return False
-    codes = _STATUS_ELEMENT.findall(text) + _STATUS_LINE.findall(text)
-    printed = _EMPTY_ELEMENT.sub("", _STATUS_LINE.sub("", _STATUS_ELEMENT.sub("", text)))
-    return len(codes) == 1 and answered_no(command, int(codes[0]), printed)
+    codes = exit_statuses(text)
+    printed = _EMPTY_ELEMENT.sub("", EXIT_STATUS_LINE.sub("", EXIT_STATUS_ELEMENT.sub("", text)))
+    return len(codes) == 1 and answered_no(command, codes[0], printed)

@@ -3,7 +3,8 @@
 A class is a short stable name: ``SyntaxError``, ``ImportError``, ``test_failure``,
 ``timeout``, ``invalid_tool_call``, ``masked_tool``, ``not_found``, the exception name of a
 Python traceback (``NameError``, ``TypeError`` ...), ``command_not_found``, else
-``nonzero_exit`` or the error code itself.
+``nonzero_exit`` or the error code itself. Another harness's failure (no error code) that
+states a failing exit status is ``nonzero_exit`` too, else ``error``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ _TEST_FAILURE = re.compile(
 _SYNTAX = re.compile(r"\b(?:SyntaxError|IndentationError|TabError)\b(?::|$)", re.MULTILINE)
 _IMPORT = re.compile(r"\b(?:ImportError|ModuleNotFoundError)\b(?::|$)|\bNo module named\b", re.M)
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
+# Another harness's shell tool states its exit status in the text: mini-swe-agent's
+# ``<returncode>``, OpenHands' ``[Command finished with exit code N]``, Claude Code's
+# ``Exit code N``.
+EXIT_STATUS_ELEMENT = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+EXIT_STATUS_LINE = re.compile(
+    r"^\[?(?:(?:the )?command (?:finished|completed) with )?exit code:? (-?\d+)\.?\]?$",
+    re.IGNORECASE | re.MULTILINE,
+)
 _COMMAND_NOT_FOUND = re.compile(
     r"\bcommand not found\b|^bash: .*: No such file or directory$", re.M
 )
@@ -46,8 +55,20 @@ def classify_error(tool_name: str, outcome: ToolOutcome) -> str | None:
         return _CODE_CLASSES[code]
     text = outcome.error.message if code == "exception" and outcome.error else outcome.text
     if code in (None, "exception", "nonzero_exit"):
-        return _class_of_text(text) or code or "error"
+        return _class_of_text(text) or code or _exit_class(text)
     return code
+
+
+def exit_statuses(text: str) -> list[int]:
+    """The exit statuses another harness's shell output states."""
+    found = EXIT_STATUS_ELEMENT.findall(text) + EXIT_STATUS_LINE.findall(text)
+    return [int(status) for status in found]
+
+
+def _exit_class(text: str) -> str:
+    """``nonzero_exit`` for a foreign failure that states a failing exit status, as
+    ``shell_exec``'s would be, else ``error``."""
+    return "nonzero_exit" if any(exit_statuses(text)) else "error"
 
 
 def _class_of_text(text: str) -> str | None:
