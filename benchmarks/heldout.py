@@ -208,9 +208,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mirror_root", type=Path, help="folder of <owner>+<name>/repo mirrors")
     parser.add_argument("out", type=Path, help="folder for the converted runs")
-    parser.add_argument("--per-source", type=int, default=12)
-    parser.add_argument("--seed", type=int, default=20261123)
-    parser.add_argument("--min-steps", type=int, default=8)
+    parser.add_argument("--per-source", type=int, default=12, help="runs per source (12)")
+    parser.add_argument("--seed", type=int, default=20261123, help="draws the sample")
+    parser.add_argument(
+        "--min-steps", type=int, default=8, help="a run needs this many model turns (8)"
+    )
     args = parser.parse_args()
     if not args.mirror_root.is_dir():
         sys.exit(f"error: no mirror folder {args.mirror_root}")
