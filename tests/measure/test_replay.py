@@ -335,3 +335,25 @@ def test_prices_recorded_prices_a_run_at_its_own_model_else_the_default() -> Non
     )
     unknown = run_json(NATIVE_SAMPLE, "--prices", "recorded")  # a model genai-prices lacks
     assert unknown["prices"] == "claude-sonnet"
+
+
+def test_only_prunes_a_charged_request_carried_are_reported() -> None:
+    steps = [
+        {
+            "assistant": f"Reading part {k}.",
+            "tool_calls": [{"name": "bash", "arguments": {"command": f"cat part_{k}.txt"}}],
+            "observation": f"part_{k} " + "lorem ipsum dolor sit amet " * 90,
+        }
+        for k in range(30)
+    ]  # the last step is a call: the engine prunes for a request the recording never made
+    trajectory = parse_trajectory({"task": "Read every part.", "steps": steps})
+    eager = Config().with_flags(
+        prune_min_batch_tokens=1,
+        prune_risk_share=1e6,
+        prune_horizon=100,
+        prune_max_payback=1000,
+        prune_keep_recent=0,
+    )
+    prunes = Replayer(trajectory).engine(eager).prunes
+    assert len(prunes) > 5
+    assert all(p["remaining_steps"] >= 1 for p in prunes)

@@ -327,6 +327,8 @@ class _Figures:
                     "remaining_steps": len(main) - p.step,
                 }
                 for p in prunes
+                # a prune made for a request the recording never sent was charged nothing
+                if p.step < len(main)
             ),
         )
 
