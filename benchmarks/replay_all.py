@@ -26,8 +26,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.errors import ContextEngineError
@@ -46,6 +48,11 @@ def check_prices(choice: str) -> None:
             prices_for(choice)
         except ContextEngineError as exc:
             sys.exit(f"error: {exc}")
+
+
+def paid_back(prunes: Iterable[Mapping[str, Any]]) -> int:
+    """How many of ``prunes`` (a result's ``prunes``) paid back their rewrite within the run."""
+    return sum(1 for p in prunes if p["payback_steps"] <= p["remaining_steps"])
 
 
 @dataclass
@@ -140,7 +147,7 @@ def table(files: list[Path], rows: list[Row], full: list[StrategyResult]) -> str
         breaks = [b["cause"] for r in row.results for b in r.cache_breaks]
         rewrites = {cause: breaks.count(cause) for cause in ("compaction", "prune")}
         prunes = [p for r in row.results for p in r.prunes]
-        paid = sum(1 for p in prunes if p["payback_steps"] <= p["remaining_steps"])
+        paid = paid_back(prunes)
         summaries = [
             s["cached_share"]
             for r in row.results

@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from replay_all import DEFAULT_DIR, check_prices
+from replay_all import DEFAULT_DIR, check_prices, paid_back
 
 from contextengine.config import Config
 from contextengine.measure.prices import DEFAULT_FAMILY, RECORDED, replay_prices
@@ -36,22 +36,12 @@ def cut(trajectory: Trajectory, fraction: float) -> Trajectory:
     return trajectory.model_copy(update={"steps": trajectory.steps[:keep]})
 
 
-def paid_back(result: StrategyResult) -> tuple[int, int]:
-    """(prunes that paid back their rewrite within the run, prunes)."""
-    paid = sum(
-        1
-        for p in result.prunes
-        if p["payback_steps"] is not None and p["payback_steps"] <= p["remaining_steps"]
-    )
-    return paid, len(result.prunes)
-
-
 def row(fraction: float, runs: list[tuple[str, StrategyResult, StrategyResult]]) -> str:
     """One markdown row: the totals over ``runs`` (name, engine, full history)."""
     engine = sum(e.input_cost_usd for _, e, _ in runs)
     full = sum(f.input_cost_usd for _, _, f in runs)
     recalls = [e.reference_recall for _, e, _ in runs if e.reference_recall is not None]
-    paid = [paid_back(e) for _, e, _ in runs]
+    paid = [(paid_back(e.prunes), len(e.prunes)) for _, e, _ in runs]
     over = [
         f"`{name}` {e.input_cost_usd / f.input_cost_usd:.3f}x"
         for name, e, f in runs
