@@ -28,7 +28,7 @@ from contextengine.measure.accounting import CacheAccountant, CallCost
 from contextengine.measure.trajectory import RecordedStep, Trajectory
 from contextengine.providers.base import StreamingProvider
 from contextengine.tools.base import ToolOutcome
-from contextengine.tools.classify import EXIT_STATUS_ELEMENT, EXIT_STATUS_LINE, exit_statuses
+from contextengine.tools.classify import exit_statuses, without_exit_statuses
 from contextengine.tools.command_line import answered_no
 from contextengine.tools.context import ToolContext
 from contextengine.tools.mask import ToolMask
@@ -309,5 +309,5 @@ def _recorded_no(tool_name: str, arguments: dict[str, Any], text: str) -> bool:
     if tool_category(tool_name, arguments) != "shell" or not isinstance(command, str):
         return False
     codes = exit_statuses(text)
-    printed = _EMPTY_ELEMENT.sub("", EXIT_STATUS_LINE.sub("", EXIT_STATUS_ELEMENT.sub("", text)))
+    printed = _EMPTY_ELEMENT.sub("", without_exit_statuses(text))
     return len(codes) == 1 and answered_no(command, codes[0], printed)

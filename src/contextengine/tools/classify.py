@@ -36,8 +36,8 @@ _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
 # Another harness's shell tool states its exit status in the text: mini-swe-agent's
 # ``<returncode>``, OpenHands' ``[Command finished with exit code N]``, Claude Code's
 # ``Exit code N``.
-EXIT_STATUS_ELEMENT = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
-EXIT_STATUS_LINE = re.compile(
+_EXIT_STATUS_ELEMENT = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+_EXIT_STATUS_LINE = re.compile(
     r"^\[?(?:(?:the )?command (?:finished|completed) with )?exit code:? (-?\d+)\.?\]?$",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -61,8 +61,13 @@ def classify_error(tool_name: str, outcome: ToolOutcome) -> str | None:
 
 def exit_statuses(text: str) -> list[int]:
     """The exit statuses another harness's shell output states."""
-    found = EXIT_STATUS_ELEMENT.findall(text) + EXIT_STATUS_LINE.findall(text)
+    found = _EXIT_STATUS_ELEMENT.findall(text) + _EXIT_STATUS_LINE.findall(text)
     return [int(status) for status in found]
+
+
+def without_exit_statuses(text: str) -> str:
+    """``text`` with the exit statuses another harness's shell output states removed."""
+    return _EXIT_STATUS_LINE.sub("", _EXIT_STATUS_ELEMENT.sub("", text))
 
 
 def _exit_class(text: str) -> str:
