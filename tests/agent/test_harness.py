@@ -258,16 +258,15 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     assert "\nMemory files: .contextengine/sessions/" in tails[0], "named at the turn's start"
     assert all("Memory files" not in t for t in tails[1:])
     assert tails[3] == "Focus: step 2", "the model's own todo_write, just before, names it"
-    assert tails[4] == "Focus: step 2 Run", "unchanged: the focus only"
-    assert tails[6] == "Focus: step 3"
-    assert all(t == "Focus: step 3 Write" for t in tails[7:11])
+    assert tails[4] == "Focus: step 2", "unchanged: the focus only"
+    assert all(t == "Focus: step 3" for t in tails[6:11])
     assert "[x] 2 Run\n[>] 3 Write" in tails[11], "recited in full again five iterations on"
 
     for request in main_requests(provider):
         assert request.messages[-1]["role"] == "user"
         assert request.messages[-1]["content"].startswith((TAIL_HEADING, "No plan", "Focus:"))
     assert "Objective: Run things." in main_requests(provider)[0].messages[-1]["content"]
-    assert "step 3 Write" in main_requests(provider)[-1].messages[-1]["content"]
+    assert main_requests(provider)[-1].messages[-1]["content"] == "Focus: step 3"
     assert TAIL_HEADING not in (agent.session_dir / "session.jsonl").read_text()
 
 
@@ -456,7 +455,7 @@ def test_a_plan_finished_before_the_turn_is_not_the_new_turn_plan(tmp_path):
     agent.run("Write a.txt.")
     agent.run("Now write b.txt.")
     tails = [r.messages[-1]["content"] for r in main_requests(provider)]
-    assert tails[1] == "Every step is finished; check the result and report."
+    assert tails[1] == "Focus: check and report"
     second_turn = tails[2].split("\nMemory files:")[0]
     assert second_turn == f"{TAIL_HEADING}\nObjective: Now write b.txt.\nNo plan yet."
     assert tails[3] == "No plan yet."

@@ -175,3 +175,24 @@ def test_undeclared_tools_are_no_plan_tools(tmp_path: Path) -> None:
     outcome = ToolOutcome.ok("done", {"todos": [{"content": "x", "status": "done"}]})
     harness.after_tool(ToolCall("c", "my_todo", "{}"), outcome, None)
     assert ctx.memory.plan().steps == ()
+
+
+def test_without_a_plan_tool_only_the_first_request_ends_with_the_status(tmp_path: Path) -> None:
+    provider = ScriptedProvider([_step("peek"), _step("peek"), {"content": "Nothing new here."}])
+    Agent(provider, tmp_path / "ws", Config(), tools=Toolset([_Peek()])).run("Look around.")
+    last = [r.messages[-1] for r in provider.requests if r.purpose == "main"]
+    assert last[0]["content"].startswith("## Task status\nObjective: Look around.")
+    assert "No plan yet." not in last[0]["content"], "no tool of the session writes a plan"
+    assert last[1]["role"] == "tool", "no line repeating nothing new"
+    assert last[2]["content"] == (
+        "<system-reminder>\n2-action rule: record what your last two reads taught you in "
+        "findings.md.\n</system-reminder>"
+    ), "the 2-action rule names no tool the session lacks"
+
+    with_plan = ScriptedProvider([_step("peek"), {"content": "Nothing new here."}])
+    todo_write = default_toolset().get("todo_write")
+    assert todo_write is not None
+    Agent(with_plan, tmp_path / "ws2", Config(), tools=Toolset([_Peek(), todo_write])).run(
+        "Look around."
+    )
+    assert with_plan.requests[1].messages[-1]["content"] == "No plan yet."

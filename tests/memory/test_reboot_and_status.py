@@ -106,7 +106,7 @@ def test_the_tail_recites_in_full_when_it_changed_and_a_plan_every_few_iteration
     plan = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Look", status="in_progress"),)),))
     tails = [recital.tail(plan, "Fix the bug.", n) for n in range(FULL_EVERY + 1)]
     assert "[>] 1 Look" in tails[0], "the plan changed"
-    assert tails[1] == "Focus: step 1 Look"
+    assert tails[1] == "Focus: step 1", "the step's text was in the recital just before"
     assert "[>] 1 Look" in tails[FULL_EVERY], "the plan is recited again (R8.2)"
 
 
@@ -118,7 +118,7 @@ def test_a_full_recital_lists_the_recent_errors_and_a_brief_one_does_not() -> No
     assert full.endswith(
         "\nRecent errors (unresolved):\n- shell_exec make: exit code 2\n- file_read a.txt: not found"
     )
-    assert recital.tail(plan, "Build it.", 1, errors) == "Focus: step 1 Run"
+    assert recital.tail(plan, "Build it.", 1, errors) == "Focus: step 1"
     assert "Recent errors" not in recital.tail(plan, "Build it.", FULL_EVERY, [])
 
 
@@ -127,7 +127,7 @@ def test_a_plan_the_model_just_wrote_is_not_recited_back_in_full() -> None:
     assert recital.tail(Plan(), "Build it.", 0).startswith("## Task status")
     plan = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Run", status="in_progress"),)),))
     assert recital.tail(plan, "Build it.", 1, just_written=True) == "Focus: step 1"
-    assert recital.tail(plan, "Build it.", 2) == "Focus: step 1 Run"
+    assert recital.tail(plan, "Build it.", 2) == "Focus: step 1"
     assert "[>] 1 Run" in recital.tail(plan, "Build it.", 1 + FULL_EVERY), "periodic (R8.2)"
 
 
@@ -147,3 +147,32 @@ def test_a_turn_recites_the_unchanged_status_only_when_it_was_not_recited_lately
     changed = recital.tail(Plan(), "Chat more.", 3 + FULL_EVERY, where="ws/s1")
     assert changed.startswith("## Task status\nObjective: Chat more.")
     assert "Memory files" not in changed, "a change is recited; the folder was named lately"
+
+
+def test_a_session_that_cannot_plan_is_told_its_status_only_when_it_changes() -> None:
+    recital = TailRecital(plannable=False)
+    first = recital.tail(Plan(), "Chat.", 0, where="ws/s1")
+    assert first == (
+        "## Task status\nObjective: Chat.\nMemory files: ws/s1/ task_plan.md, findings.md, progress.md."
+    ), "no 'No plan yet.': no call of the session could write one"
+    assert [recital.tail(Plan(), "Chat.", n) for n in range(1, 3 * FULL_EVERY)] == [None] * (
+        3 * FULL_EVERY - 1
+    )
+    recital.new_turn()
+    assert recital.tail(Plan(), "Chat.", 3 * FULL_EVERY) is None, "a turn: nothing new"
+    goal = recital.tail(Plan(goal="Ship it."), "Chat.", 3 * FULL_EVERY + 1) or ""
+    assert goal.startswith("## Task status\nObjective: Ship it."), "a new goal is a change"
+
+    plan = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Run", status="in_progress"),)),))
+    assert "[>] 1 Run" in (recital.tail(plan, "Chat.", 3 * FULL_EVERY + 2) or "")
+    assert recital.tail(plan, "Chat.", 3 * FULL_EVERY + 3) == "Focus: step 1", (
+        "a plan written anyway (a recorded todo call) is recited as usual"
+    )
+
+
+def test_a_finished_plan_is_not_recited_every_few_iterations() -> None:
+    recital = TailRecital()
+    done = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Run", status="done"),)),))
+    tails = [recital.tail(done, "Build it.", n) for n in range(2 * FULL_EVERY)]
+    assert "Focus: all steps done; check and report" in (tails[0] or "")
+    assert tails[1:] == ["Focus: check and report"] * (2 * FULL_EVERY - 1)

@@ -160,9 +160,10 @@ class DefaultHarness(RuleHarness):
         longterm: LongTermMemory | None = None,
         injectors: Sequence[Injector] = (),
         traits: Callable[[str], ToolTraits] = lambda _: UNDECLARED,
+        tool_names: Sequence[str] = (),
         versions: MemoryRepo | None = None,
     ) -> None:
-        ctx = HarnessContext.of(session, memory, workspace, traits, model)
+        ctx = HarnessContext.of(session, memory, workspace, traits, model, tool_names)
         rules = default_rules(
             ctx,
             config,
@@ -183,11 +184,13 @@ def build_harness(
     model: str = "",
     injectors: Sequence[Injector] = (),
     traits: Callable[[str], ToolTraits] = lambda _: UNDECLARED,
+    tool_names: Sequence[str] = (),
 ) -> Harness:
     """The default harness for an agent, or the null one when every harness flag is off.
 
     ``injectors`` run after the built-in ones (when the ``injection`` flag is on);
-    ``traits`` says what each tool (by name) declares, as ``Toolset.traits`` does. With
+    ``traits`` says what each tool (by name) declares, as ``Toolset.traits`` does, and
+    ``tool_names`` which tools the session has (the task-status tail needs a plan tool). With
     ``memory_git`` on (and working memory), the memory files are committed per turn;
     ``ConfigError`` when git is missing.
     """
@@ -216,5 +219,6 @@ def build_harness(
         longterm=longterm,
         injectors=chosen,
         traits=traits,
+        tool_names=tool_names,
         versions=versions,
     )

@@ -161,6 +161,7 @@ class AgentParts:
                 model=getattr(provider, "model", ""),
                 injectors=injectors,
                 traits=toolset.traits,
+                tool_names=toolset.names,
             ),
             compactor=Compactor(session, config, display, gauge.of_chunks),
             pruner=Pruner(session, config, externalizer),

@@ -92,6 +92,8 @@ _INSPECT_COMMANDS = frozenset(
 _INSPECT_GIT = frozenset({"log", "show", "diff", "status", "blame", "grep", "ls-files", "branch"})
 
 TWO_ACTION_TEXT = "2-action rule: record what your last two reads taught you (memory_finding_add)."
+TWO_ACTION_FILE_TEXT = "2-action rule: record what your last two reads taught you in findings.md."
+"""The reminder of a session without ``memory_finding_add``: a tool it lacks is not named."""
 _PLAN_OPEN = "<task_plan>"
 _PLAN_CLOSE = "</task_plan>"
 

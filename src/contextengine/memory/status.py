@@ -16,6 +16,8 @@ from contextengine.memory.plan import MARKS, Plan, PlanStep, one_line
 OBJECTIVE_CHARS = 120
 HEADING = "## Task status"
 NO_PLAN = "No plan yet."
+ALL_DONE = "Focus: all steps done; check and report"
+REPORT = "Focus: check and report"  # the brief line once ``ALL_DONE`` was said
 MEMORY_NAMES = "task_plan.md, findings.md, progress.md."
 TAIL_STEPS = 20  # steps a tail lists at most: a longer plan shows those around the focus
 TAIL_STEPS_BEFORE = 3  # of them, the steps listed before the focus
@@ -32,14 +34,15 @@ def _capped(text: str) -> str:
     return text if len(text) <= OBJECTIVE_CHARS else text[: OBJECTIVE_CHARS - 1].rstrip() + "…"
 
 
-def task_status(plan: Plan, first_user_text: str | None) -> str:
+def task_status(plan: Plan, first_user_text: str | None, *, plannable: bool = True) -> str:
     """The tail: heading, objective (the plan's goal, else the first user message), the
     steps with their marks, and the current focus, in as few tokens as say it (it is
-    paid uncached on every request)."""
+    paid uncached on every request). ``plannable``: the session has a tool that writes the
+    plan; without one, an empty plan is not announced (no call could fill it)."""
     objective = _capped(plan.goal) or (objective_of(first_user_text) if first_user_text else "")
     lines = [HEADING, f"Objective: {objective or '(not set)'}"]
     steps = plan.steps
-    if not steps:
+    if not steps and plannable:
         lines.append(NO_PLAN)
     current = plan.current_index
     start = _shown_from(len(steps), current)
@@ -55,7 +58,7 @@ def task_status(plan: Plan, first_user_text: str | None) -> str:
     if current is not None:
         lines.append(f"Focus: step {current + 1}")
     elif steps:
-        lines.append("Focus: every step is finished; check the result and report")
+        lines.append(ALL_DONE)
     return "\n".join(lines)
 
 
@@ -81,25 +84,31 @@ def errors_block(errors: Sequence[object]) -> str:
     return "\nRecent errors (unresolved):" + "".join(f"\n- {e}" for e in errors)
 
 
-def focus_line(plan: Plan, *, with_text: bool = True) -> str:
-    """The step in focus in one line (its number, and its text unless ``with_text`` is
-    off), or that every step is finished, or that there is no plan."""
+def focus_line(plan: Plan) -> str:
+    """The step in focus by its number (its text is in view: in the last full recital or
+    the model's own plan call, as any change of the plan is), or, every step being
+    finished, to check and report, or that there is no plan."""
     current = plan.current_index
     if current is not None:
-        text = f" {plan.steps[current].text}" if with_text else ""
-        return f"Focus: step {current + 1}{text}"
+        return f"Focus: step {current + 1}"
     if plan.steps:
-        return "Every step is finished; check the result and report."
+        return REPORT
     return NO_PLAN
 
 
 class TailRecital:
     """Chooses the tail of each iteration: the full status when it changed, and (while
-    there is a plan) every ``FULL_EVERY`` iterations, or at a turn's first request when
-    that long has passed; else the brief focus line. A chat whose every turn is one reply
-    would otherwise pay the whole status, unchanged, on every request."""
+    a step of the plan is open) every ``FULL_EVERY`` iterations, or at a turn's first
+    request when that long has passed; else the brief focus line. A chat whose every turn is one reply
+    would otherwise pay the whole status, unchanged, on every request.
 
-    def __init__(self) -> None:
+    ``plannable``: the session has a tool that writes the plan. Without one, a session
+    whose plan is empty has no steps or focus to recite: its status (the objective) is
+    recited when it changes and no request carries a brief line, since "no plan yet" on
+    every request would be paid for nothing the model could act on."""
+
+    def __init__(self, *, plannable: bool = True) -> None:
+        self._plannable = plannable
         self._full: str | None = None
         self._full_at = -FULL_EVERY
         self._named_at: int | None = None  # when the memory files' folder was last named
@@ -116,17 +125,20 @@ class TailRecital:
         where: str | None = None,
     ) -> str | None:
         """The full status when it is due at ``iteration`` (model calls so far), else
-        ``None``. It is due when it changed, while there is a plan every ``FULL_EVERY``
+        ``None``. It is due when it changed, while a step is open every ``FULL_EVERY``
         iterations (R8.2), and at a turn's first request unless it was recited fewer than
-        ``FULL_EVERY`` iterations before; it lists ``errors``, the unresolved recent ones
-        (a new error alone is no change: history holds it verbatim).
+        ``FULL_EVERY`` iterations before or the session cannot plan and has no plan; it
+        lists ``errors``, the unresolved recent ones (a new error alone is no change:
+        history holds it verbatim).
         ``just_written``: the model's own plan call, the message before, changed the plan:
         the steps are in view, so the change counts as recited. ``where``: the folder of
         the memory files, named with the session's first recital and a turn's."""
-        full = task_status(plan, first_user_text)
+        full = task_status(plan, first_user_text, plannable=self._plannable)
         stale = iteration - self._full_at >= FULL_EVERY
-        turn_due, self._turn_started = self._turn_started and stale, False
-        due = iteration == self._full_at or (bool(plan.steps) and stale) or turn_due
+        recitable = bool(plan.steps) or self._plannable
+        turn_due, self._turn_started = self._turn_started and stale and recitable, False
+        periodic = plan.current_index is not None and stale
+        due = iteration == self._full_at or periodic or turn_due
         if just_written and full != self._full:
             self._full, self._full_at = full, iteration
             return None
@@ -147,17 +159,20 @@ class TailRecital:
         *,
         just_written: bool = False,
         where: str | None = None,
-    ) -> str:
+    ) -> str | None:
         """The tail of the request made at ``iteration``: the full status when it is due
         (``recital``), else one line, the focus: the steps were recited unchanged, or are
-        the model's own plan call just before, which holds the step's text (no heading:
-        the line is paid uncached on every such request)."""
+        the model's own plan call just before (no heading and no step text: the line is
+        paid uncached on every such request); ``None`` while a session that cannot plan
+        has no plan and nothing new to say."""
         full = self.recital(
             plan, first_user_text, iteration, errors, just_written=just_written, where=where
         )
         if full is not None:
             return full
-        return focus_line(plan, with_text=not just_written)
+        if not (plan.steps or self._plannable):
+            return None
+        return focus_line(plan)
 
     def new_turn(self) -> None:
         """A user turn starts: its first request recites the full status if that was

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class HarnessContext:
     """One session as the rules see it: its log, working memory, workspace, the counters
-    folded from its log, and what each tool (by name) declares.
+    folded from its log, its tools' names and what each tool (by name) declares.
 
     ``resumed``: the log already held records when the harness started.
     """
@@ -41,6 +41,7 @@ class HarnessContext:
     traits: Callable[[str], ToolTraits]
     model: str
     resumed: bool
+    tool_names: tuple[str, ...]
 
     @classmethod
     def of(
@@ -50,12 +51,19 @@ class HarnessContext:
         workspace: Workspace,
         traits: Callable[[str], ToolTraits],
         model: str = "",
+        tool_names: Sequence[str] = (),
     ) -> HarnessContext:
         """The context of ``session``, its counters folded from every record so far."""
         state = RuleState(traits)
         for record in session.records:
             state.observe(record)
-        return cls(session, memory, workspace, state, traits, model, bool(session.records))
+        resumed = bool(session.records)
+        return cls(session, memory, workspace, state, traits, model, resumed, tuple(tool_names))
+
+    @property
+    def plannable(self) -> bool:
+        """One of the session's tools writes the plan (``todo_write``, a recorded todo tool)."""
+        return any(self.traits(name).category == "plan" for name in self.tool_names)
 
     def plan_body(self, limit_tokens: int | None = None) -> str:
         """The plan's text, or ``""`` while it is the untouched template; cut to its first

@@ -20,7 +20,7 @@ class TaskStatusTail(Rule):
 
     def __init__(self, ctx: HarnessContext, max_errors: int = 0) -> None:
         super().__init__(ctx)
-        self._recital = TailRecital()
+        self._recital = TailRecital(plannable=ctx.plannable)
         self._max_errors = max_errors
         self._finished: Plan | None = None  # the plan that was all done when the turn began
         self._request = ""  # the turn's user text
