@@ -61,8 +61,9 @@ def test_the_default_system_prompt_names_only_the_tools_and_components_the_sessi
         return provider.requests[0].messages[0]["content"]
 
     full = system_prompt(Config())
-    assert "todo_write" in full and "task_plan.md" in full and "large output" in full
-    lean = system_prompt(Config(working_memory=False, externalize=False))
-    assert "todo_write" in lean and "task_plan.md" not in lean and "large output" not in lean
+    assert "todo_write" in full and "task_plan.md" in full
+    assert "large output" not in full, "a saved output's observation says where it is"
+    lean = system_prompt(Config(working_memory=False))
+    assert "todo_write" in lean and "task_plan.md" not in lean
     without_plan_tool = system_prompt(Config(), tools=Toolset([ShellExec()]))
     assert "todo_write" not in without_plan_tool and "task_plan.md" in without_plan_tool

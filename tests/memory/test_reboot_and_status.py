@@ -7,8 +7,10 @@ from contextengine.memory.reboot import NO_QUESTION, REBOOT_QUESTIONS, human_hel
 from contextengine.memory.status import (
     FULL_EVERY,
     NO_PLAN,
+    OBJECTIVE_CHARS,
     TAIL_STEPS,
     TailRecital,
+    objective_of,
     task_status,
 )
 
@@ -176,3 +178,9 @@ def test_a_finished_plan_is_not_recited_every_few_iterations() -> None:
     tails = [recital.tail(done, "Build it.", n) for n in range(2 * FULL_EVERY)]
     assert "Focus: all steps done; check and report" in (tails[0] or "")
     assert tails[1:] == ["Focus: check and report"] * (2 * FULL_EVERY - 1)
+
+
+def test_a_long_objective_is_cut_to_its_first_words() -> None:
+    objective = objective_of("Port the parser to the new grammar, " * 10)
+    assert len(objective) == OBJECTIVE_CHARS and objective.endswith("…")
+    assert objective.startswith("Port the parser to the new grammar, Port")

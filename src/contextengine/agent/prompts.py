@@ -16,16 +16,15 @@ _PLAN_TOOL = "todo_write"
 def default_system_prompt(tool_names: Collection[str], config: Config) -> str:
     """The agent's default system prompt, saying only what holds for the session's tools
     and components: a line about a tool the session lacks would send the model looking
-    for it, and every line is paid on every request."""
-    lines = ["You work in one workspace folder; paths are relative to it."]
+    for it, and every line is paid on every request (a saved large output needs none: its
+    observation says where it is and how to read it)."""
+    lines = ["Paths are relative to the workspace folder."]
     if _PLAN_TOOL in tool_names:
         ends = "; its status ends each request." if config.flag("recitation") else "."
         lines.append(f"- Plan with {_PLAN_TOOL} first{ends}")
     if config.flag("working_memory"):
         lines.append(f"- Reread {MEMORY_NAMES.rstrip('.')} when lost.")
     lines.append("- Read before you edit; test changes; after an error, change approach.")
-    if config.flag("externalize"):
-        lines.append("- A large output is saved to the file its observation names.")
     lines.append("- End with a brief report: what you did and how you checked it.")
     return "\n".join(lines)
 

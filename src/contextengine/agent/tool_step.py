@@ -70,10 +70,14 @@ def interpret(reply: ModelReply, protocol: Literal["native", "text"]) -> Interpr
 
 
 def append_assistant(session: Session, reply: ModelReply, calls: tuple[ToolCall, ...]) -> LogRecord:
-    """Append the reply with its calls, each under an id made from the record's index."""
+    """Append the reply with its calls, each under an id made from the record's index:
+    ``c<index>``, and ``c<index>_<k>`` for the reply's further calls (an id is paid twice on
+    every later request, in the call and in its result)."""
     index = len(session.records)
     records = tuple(
-        ToolCallRecord(id=f"call_{index}_{k}", name=c.name, arguments_json=c.arguments_json)
+        ToolCallRecord(
+            id=f"c{index}_{k}" if k else f"c{index}", name=c.name, arguments_json=c.arguments_json
+        )
         for k, c in enumerate(calls)
     )
     return session.append(

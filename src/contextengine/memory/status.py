@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from contextengine.memory.plan import MARKS, Plan, PlanStep, one_line
 
-OBJECTIVE_CHARS = 120
+OBJECTIVE_CHARS = 80
 HEADING = "## Task status"
 NO_PLAN = "No plan yet."
 ALL_DONE = "Focus: all steps done; check and report"
