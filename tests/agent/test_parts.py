@@ -61,9 +61,10 @@ def test_the_default_system_prompt_names_only_the_tools_and_components_the_sessi
         return provider.requests[0].messages[0]["content"]
 
     full = system_prompt(Config())
-    assert "todo_write" in full and "task_plan.md" in full
+    assert "todo_write" in full and "memory files" in full, "the tail names them and where"
     assert "large output" not in full, "a saved output's observation says where it is"
+    assert "task_plan.md" in system_prompt(Config(recitation=False)), "no tail to name them"
     lean = system_prompt(Config(working_memory=False))
-    assert "todo_write" in lean and "task_plan.md" not in lean
+    assert "todo_write" in lean and "memory files" not in lean
     without_plan_tool = system_prompt(Config(), tools=Toolset([ShellExec()]))
-    assert "todo_write" not in without_plan_tool and "task_plan.md" in without_plan_tool
+    assert "todo_write" not in without_plan_tool and "memory files" in without_plan_tool

@@ -18,14 +18,16 @@ def default_system_prompt(tool_names: Collection[str], config: Config) -> str:
     and components: a line about a tool the session lacks would send the model looking
     for it, and every line is paid on every request (a saved large output needs none: its
     observation says where it is and how to read it)."""
-    lines = ["Paths are relative to the workspace folder."]
+    lines = ["Paths are relative to the workspace."]
     if _PLAN_TOOL in tool_names:
         ends = "; its status ends each request." if config.flag("recitation") else "."
         lines.append(f"- Plan with {_PLAN_TOOL} first{ends}")
     if config.flag("working_memory"):
-        lines.append(f"- Reread {MEMORY_NAMES.rstrip('.')} when lost.")
-    lines.append("- Read before you edit; test changes; after an error, change approach.")
-    lines.append("- End with a brief report: what you did and how you checked it.")
+        # the task status names the files and their folder when it is recited
+        files = "the memory files" if config.flag("recitation") else MEMORY_NAMES.rstrip(".")
+        lines.append(f"- Reread {files} when lost.")
+    lines.append("- Read before editing; test changes; after an error, change approach.")
+    lines.append("- End with a brief report: what you did, how you checked it.")
     return "\n".join(lines)
 
 
