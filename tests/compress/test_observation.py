@@ -178,6 +178,18 @@ def test_foreign_error_without_code_keeps_its_traceback_when_externalized(h: Har
     assert traceback.rstrip("\n") in json.loads(obs.history)["data"]["output"]
 
 
+def test_a_failure_ending_in_long_lines_is_saved_with_a_bounded_tail(h: Harness) -> None:
+    lines = [json.dumps({"uuid": f"u{i}", "text": "w" * 2000}) for i in range(20)]
+    text = "\n".join(lines) + "\nFile content (85812 tokens) exceeds maximum allowed tokens."
+    obs = h.processor("full").process(
+        3, "Read", {"file_path": "/t.jsonl"}, ToolOutcome("error", text)
+    )
+    assert obs.full_ref is not None and len(obs.history) < 6000, "not kept whole for good"
+    error = obs.history.split("<error>\n", 1)[1]
+    assert error.startswith("…") and error.endswith("exceeds maximum allowed tokens.\n</error>")
+    assert h.externalizer.recover(_ref_of(obs.live)) == text
+
+
 def test_full_mode_keeps_a_text_whose_ref_would_be_about_as_long(h: Harness) -> None:
     names = " ".join(f"module_{i}.handler_{i}" for i in range(200))
     assert 3000 < len(names) < 10_000, "just over the threshold, and all names"

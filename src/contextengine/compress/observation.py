@@ -21,6 +21,7 @@ from contextengine.tools.classify import error_tail
 from contextengine.tools.traits import Compressor, ToolTraits
 
 ERROR_TAIL_LINES = 20
+ERROR_TAIL_CHARS = 3000  # a saved failure's view keeps at most this much of its tail verbatim
 TITLE_CHARS = 120
 _TITLE_ARGS = ("path", "file_path", "pattern", "command", "url", "query")
 MAX_INDEXED_NAMES = 200
@@ -129,7 +130,8 @@ class ObservationProcessor:
                     f'<error code="{outcome.error.code}">\n{outcome.error.message}\n</error>'
                 )
             else:
-                parts.append(f"<error>\n{error_tail(outcome.text, ERROR_TAIL_LINES)}\n</error>")
+                tail = error_tail(outcome.text, ERROR_TAIL_LINES, chars=ERROR_TAIL_CHARS)
+                parts.append(f"<error>\n{tail}\n</error>")
         return "\n".join(parts)
 
     def _store(

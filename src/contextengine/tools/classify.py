@@ -105,13 +105,18 @@ def traceback_exception(text: str) -> str | None:
     return None
 
 
-def error_tail(text: str, lines: int) -> str:
+def error_tail(text: str, lines: int, *, chars: int | None = None) -> str:
     """The last ``lines`` lines of ``text``, extended back to the start of the last Python
-    traceback when one begins earlier, so a stack trace is never cut (R5.1)."""
+    traceback when one begins earlier, so a stack trace is never cut by lines (R5.1);
+    with ``chars``, at most that many of its last characters, an ellipsis marking the cut
+    (a few lines of minified JSON or a log can be longer than the whole output should)."""
     all_lines = text.splitlines()
     start = max(0, len(all_lines) - lines)
     for index in range(len(all_lines) - 1, -1, -1):
         if all_lines[index].lstrip().startswith(TRACEBACK_HEADER):
             start = min(start, index)
             break
-    return "\n".join(all_lines[start:])
+    tail = "\n".join(all_lines[start:])
+    if chars is None or len(tail) <= chars:
+        return tail
+    return "…" + tail[-(chars - 1) :]

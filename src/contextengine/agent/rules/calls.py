@@ -43,9 +43,4 @@ def describe(call: ToolCall, traits: ToolTraits, arguments: dict[str, Any]) -> s
 def error_text(outcome: ToolOutcome) -> str:
     """A failure's message: its last lines, capped from the front."""
     text = outcome.error.message if outcome.error else outcome.text
-    return clip_tail(error_tail(text, ERROR_LINES), ERROR_CHARS)
-
-
-def clip_tail(text: str, limit: int) -> str:
-    """The last ``limit`` characters of ``text``, an ellipsis marking the cut."""
-    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+    return error_tail(text, ERROR_LINES, chars=ERROR_CHARS)
