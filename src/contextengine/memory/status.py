@@ -99,8 +99,8 @@ def focus_line(plan: Plan) -> str:
 class TailRecital:
     """Chooses the tail of each iteration: the full status when it changed, and (while
     a step of the plan is open) every ``FULL_EVERY`` iterations, or at a turn's first
-    request when that long has passed; else the brief focus line. A chat whose every turn is one reply
-    would otherwise pay the whole status, unchanged, on every request.
+    request when that long has passed; else the brief focus line. A chat whose every turn
+    is one reply would otherwise pay the whole status, unchanged, on every request.
 
     ``plannable``: the session has a tool that writes the plan. Without one, a session
     whose plan is empty has no steps or focus to recite: its status (the objective) is
