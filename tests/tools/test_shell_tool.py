@@ -3,6 +3,7 @@ import time
 from pathlib import Path
 
 from contextengine.tools.context import ToolContext
+from contextengine.tools.shell import STDERR_TAIL_CHARS
 
 
 def _gone(pid: int) -> bool:
@@ -44,6 +45,14 @@ def test_error_message_keeps_a_whole_traceback(run) -> None:
     assert "Traceback (most recent call last):" in out.error.message
     assert out.error.message.rstrip().endswith("RecursionError: maximum recursion depth exceeded")
     assert out.data["stderr"].strip() in out.error.message
+
+
+def test_a_stderr_of_long_lines_is_quoted_up_to_a_bound(run) -> None:
+    script = "python3 -c \"import sys; [print('x' * 5000, i, file=sys.stderr) for i in range(3)]\"; exit 3"
+    out = run("shell_exec", command=script)
+    assert len(out.data["stderr"]) > 15_000
+    tail = out.error.message.split("stderr (tail):\n", 1)[1]
+    assert len(tail) == STDERR_TAIL_CHARS and tail.startswith("…") and tail.endswith(" 2")
 
 
 def test_empty_stderr_is_said(run) -> None:

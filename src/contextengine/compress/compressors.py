@@ -15,9 +15,10 @@ from typing import Any
 
 from contextengine.canonical import canonical_json
 from contextengine.tools.base import ToolOutcome
-from contextengine.tools.classify import TRACEBACK_HEADER, error_tail
+from contextengine.tools.classify import TRACEBACK_HEADER
 from contextengine.tools.file_search import format_ls_entry
 from contextengine.tools.files import number_lines, split_lines
+from contextengine.tools.shell import stderr_tail
 from contextengine.tools.traits import Compressor
 
 Category = Compressor
@@ -252,7 +253,7 @@ def _shell(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> d
     stderr = str(data["stderr"])
     tail = cuts.error_lines(stderr.splitlines(), 0, STDERR_TAIL, error)
     # A failed command's message already holds the stderr tail; don't repeat it.
-    if tail and not (outcome.error and error_tail(stderr, STDERR_TAIL) in outcome.error.message):
+    if tail and not (outcome.error and stderr_tail(stderr) in outcome.error.message):
         out["stderr_tail"] = tail
     out["stdout"] = cuts.error_lines(
         str(data["stdout"]).splitlines(), STDOUT_HEAD, STDOUT_TAIL, error

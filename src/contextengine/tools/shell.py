@@ -32,6 +32,7 @@ from contextengine.tools.traits import ToolTraits
 
 MAX_TIMEOUT_S = 600.0
 STDERR_TAIL_LINES = 20
+STDERR_TAIL_CHARS = 3000  # twenty lines of a log or of JSON can be longer than a message should
 # After the shell exits, a background child may keep the pipes open; wait this long for EOF.
 PIPE_GRACE_S = 1.0
 
@@ -178,10 +179,16 @@ def _count_lines(text: str) -> int:
     return len(text.splitlines())
 
 
+def stderr_tail(stderr: str) -> str:
+    """The end of a failed command's stderr that its error message quotes verbatim (R5.1):
+    its last ``STDERR_TAIL_LINES`` lines, at most ``STDERR_TAIL_CHARS`` characters."""
+    return error_tail(stderr, STDERR_TAIL_LINES, chars=STDERR_TAIL_CHARS)
+
+
 def _stderr_tail(stderr: str) -> str:
     if not stderr.strip():
         return "; stderr is empty"
-    return f"; stderr (tail):\n{error_tail(stderr, STDERR_TAIL_LINES)}"
+    return f"; stderr (tail):\n{stderr_tail(stderr)}"
 
 
 def _block(tag: str, body: str) -> str:
