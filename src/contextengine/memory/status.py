@@ -135,7 +135,7 @@ class TailRecital:
         the memory files, named with the session's first recital and a turn's."""
         full = task_status(plan, first_user_text, plannable=self._plannable)
         stale = iteration - self._full_at >= FULL_EVERY
-        recitable = bool(plan.steps) or self._plannable
+        recitable = self._recitable(plan)
         turn_due, self._turn_started = self._turn_started and stale and recitable, False
         periodic = plan.current_index is not None and stale
         due = iteration == self._full_at or periodic or turn_due
@@ -170,9 +170,13 @@ class TailRecital:
         )
         if full is not None:
             return full
-        if not (plan.steps or self._plannable):
+        if not self._recitable(plan):
             return None
         return focus_line(plan)
+
+    def _recitable(self, plan: Plan) -> bool:
+        """The plan has steps, or a call of the session could give it some."""
+        return bool(plan.steps) or self._plannable
 
     def new_turn(self) -> None:
         """A user turn starts: its first request recites the full status if that was

@@ -144,10 +144,10 @@ class ShellExec:
         }
         if timed_out:
             message = f"command timed out after {timeout:g} s; its process group was killed"
-            return ToolOutcome.fail("timeout", message + _stderr_tail(stderr), text, data)
+            return ToolOutcome.fail("timeout", message + _stderr_clause(stderr), text, data)
         if code != 0 and not answered_no(args.command, code, stdout + stderr):
             message = f"command exited with code {code}"
-            return ToolOutcome.fail("nonzero_exit", message + _stderr_tail(stderr), text, data)
+            return ToolOutcome.fail("nonzero_exit", message + _stderr_clause(stderr), text, data)
         return ToolOutcome.ok(text, data)
 
 
@@ -185,7 +185,7 @@ def stderr_tail(stderr: str) -> str:
     return error_tail(stderr, STDERR_TAIL_LINES, chars=STDERR_TAIL_CHARS)
 
 
-def _stderr_tail(stderr: str) -> str:
+def _stderr_clause(stderr: str) -> str:
     if not stderr.strip():
         return "; stderr is empty"
     return f"; stderr (tail):\n{stderr_tail(stderr)}"
