@@ -63,6 +63,12 @@ def test_a_routed_model_name_is_priced_as_the_model(routed: str, model: str) -> 
     assert model_prices(routed) == model_prices(model) is not None
 
 
+def test_time_of_day_prices_are_the_standard_tier_at_any_hour() -> None:
+    """DeepSeek halves its prices off-peak (16:30-00:30 UTC): a replay must not cost half
+    as much because it ran at night."""
+    assert model_prices("deepseek-chat") == Prices(0.27, 0.07, 0.27, 1.1)
+
+
 def test_a_gemini_model_is_priced_as_itself() -> None:
     gemini = model_prices("gemini-2.5-pro")
     assert gemini is not None and gemini != prices_for(DEFAULT_FAMILY)

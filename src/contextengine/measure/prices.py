@@ -2,13 +2,14 @@
 
 A model genai-prices does not know (a self-hosted name, a new model) has no price: callers
 report it as "price unknown" rather than guessing. Only the data shipped inside the installed
-package is read, never fetched, so a replay prices the same on every machine.
+package is read, never fetched, and a time-of-day tier (DeepSeek's off-peak half price) is
+read at ``PRICE_HOUR`` UTC, so a replay prices the same on every machine at any hour.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 from decimal import Decimal
 from functools import cache
 from typing import Any
@@ -50,12 +51,16 @@ FAMILY_MODELS: dict[str, str] = {
 RECORDED = "recorded"
 """``--prices recorded``: a replayed run at its own recorded model's prices."""
 
+PRICE_HOUR = 12
+"""The UTC hour prices are read at: the standard tier of time-of-day prices."""
+
 
 @cache
 def model_prices(model: str) -> Prices | None:
     """The prices of ``model`` (a model name as a provider or a router reports it), or None
-    when genai-prices does not know it. Tiered prices are their base tier (below 200k tokens); a
-    model without a cache discount or write premium pays the input price for those tokens."""
+    when genai-prices does not know it. Tiered prices are their base tier (below 200k tokens);
+    a time-of-day price its standard tier, whatever the hour; a model without a cache discount
+    or write premium pays the input price for those tokens."""
     from genai_prices.data_snapshot import get_snapshot
 
     snapshot = get_snapshot()
@@ -71,7 +76,9 @@ def model_prices(model: str) -> Prices | None:
             continue
     else:
         return None
-    table = info.get_prices(datetime.now(UTC))
+    table = info.get_prices(
+        datetime.combine(datetime.now(UTC).date(), time(PRICE_HOUR, tzinfo=UTC))
+    )
     uncached = _per_mtok(table.input_mtok)
     if uncached is None:
         return None
