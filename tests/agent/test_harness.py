@@ -265,7 +265,8 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     for request in main_requests(provider):
         assert request.messages[-1]["role"] == "user"
         assert request.messages[-1]["content"].startswith((TAIL_HEADING, "No plan", "Focus:"))
-    assert "Objective: Run things." in main_requests(provider)[0].messages[-1]["content"]
+    assert "Objective" not in tails[0], "the task, the message just before, states it"
+    assert "Objective: Run things." in tails[11]
     assert main_requests(provider)[-1].messages[-1]["content"] == "Focus: step 3"
     assert TAIL_HEADING not in (agent.session_dir / "session.jsonl").read_text()
 
@@ -457,6 +458,6 @@ def test_a_plan_finished_before_the_turn_is_not_the_new_turn_plan(tmp_path):
     tails = [r.messages[-1]["content"] for r in main_requests(provider)]
     assert tails[1] == "Focus: check and report"
     second_turn = tails[2].split("\nMemory files:")[0]
-    assert second_turn == f"{TAIL_HEADING}\nObjective: Now write b.txt.\nNo plan yet."
+    assert second_turn == f"{TAIL_HEADING}\nNo plan yet.", "the turn's request, just before"
     assert tails[3] == "No plan yet."
     assert tails[4] == "Focus: step 1", "the model's new plan is the turn's plan"

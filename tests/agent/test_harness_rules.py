@@ -181,7 +181,8 @@ def test_without_a_plan_tool_only_the_first_request_ends_with_the_status(tmp_pat
     provider = ScriptedProvider([_step("peek"), _step("peek"), {"content": "Nothing new here."}])
     Agent(provider, tmp_path / "ws", Config(), tools=Toolset([_Peek()])).run("Look around.")
     last = [r.messages[-1] for r in provider.requests if r.purpose == "main"]
-    assert last[0]["content"].startswith("## Task status\nObjective: Look around.")
+    assert last[0]["content"].startswith("## Task status\nMemory files: ")
+    assert "Objective" not in last[0]["content"], "the task, just before, states it"
     assert "No plan yet." not in last[0]["content"], "no tool of the session writes a plan"
     assert last[1]["role"] == "tool", "no line repeating nothing new"
     assert last[2]["content"] == (

@@ -34,13 +34,18 @@ def _capped(text: str) -> str:
     return text if len(text) <= OBJECTIVE_CHARS else text[: OBJECTIVE_CHARS - 1].rstrip() + "…"
 
 
-def task_status(plan: Plan, first_user_text: str | None, *, plannable: bool = True) -> str:
+def task_status(
+    plan: Plan, first_user_text: str | None, *, plannable: bool = True, objective: bool = True
+) -> str:
     """The tail: heading, objective (the plan's goal, else the first user message), the
     steps with their marks, and the current focus, in as few tokens as say it (it is
     paid uncached on every request). ``plannable``: the session has a tool that writes the
-    plan; without one, an empty plan is not announced (no call could fill it)."""
-    objective = _capped(plan.goal) or (objective_of(first_user_text) if first_user_text else "")
-    lines = [HEADING, f"Objective: {objective or '(not set)'}"]
+    plan; without one, an empty plan is not announced (no call could fill it).
+    ``objective``: False leaves the objective out (the message just before states it)."""
+    lines = [HEADING]
+    if objective:
+        goal = _capped(plan.goal) or (objective_of(first_user_text) if first_user_text else "")
+        lines.append(f"Objective: {goal or '(not set)'}")
     steps = plan.steps
     if not steps and plannable:
         lines.append(NO_PLAN)
@@ -123,6 +128,7 @@ class TailRecital:
         *,
         just_written: bool = False,
         where: str | None = None,
+        objective_in_view: bool = False,
     ) -> str | None:
         """The full status when it is due at ``iteration`` (model calls so far), else
         ``None``. It is due when it changed, while a step is open every ``FULL_EVERY``
@@ -132,7 +138,9 @@ class TailRecital:
         history holds it verbatim).
         ``just_written``: the model's own plan call, the message before, changed the plan:
         the steps are in view, so the change counts as recited. ``where``: the folder of
-        the memory files, named with the session's first recital and a turn's."""
+        the memory files, named with the session's first recital and a turn's.
+        ``objective_in_view``: the request's last message is the user's, stating the
+        objective: the recital leaves it out (it counts as recited all the same)."""
         full = task_status(plan, first_user_text, plannable=self._plannable)
         stale = iteration - self._full_at >= FULL_EVERY
         recitable = self._recitable(plan)
@@ -147,7 +155,12 @@ class TailRecital:
                 self._named_at = iteration
             self._full, self._full_at = full, iteration
             memory = f"\nMemory files: {where}/ {MEMORY_NAMES}" if where else ""
-            return full + errors_block(errors) + (memory if iteration == self._named_at else "")
+            said = (
+                task_status(plan, first_user_text, plannable=self._plannable, objective=False)
+                if objective_in_view
+                else full
+            )
+            return said + errors_block(errors) + (memory if iteration == self._named_at else "")
         return None
 
     def tail(
@@ -159,6 +172,7 @@ class TailRecital:
         *,
         just_written: bool = False,
         where: str | None = None,
+        objective_in_view: bool = False,
     ) -> str | None:
         """The tail of the request made at ``iteration``: the full status when it is due
         (``recital``), else one line, the focus: the steps were recited unchanged, or are
@@ -166,7 +180,13 @@ class TailRecital:
         paid uncached on every such request); ``None`` while a session that cannot plan
         has no plan and nothing new to say."""
         full = self.recital(
-            plan, first_user_text, iteration, errors, just_written=just_written, where=where
+            plan,
+            first_user_text,
+            iteration,
+            errors,
+            just_written=just_written,
+            where=where,
+            objective_in_view=objective_in_view,
         )
         if full is not None:
             return full
