@@ -17,8 +17,9 @@ pruning paid back within its run.
     python benchmarks/replay_all.py [--history-mode full] [--window 60000] [--trajectories DIR]
                                     [--prices FAMILY|MODEL|recorded]
 
-``--prices recorded`` prices each file at its recorded model's prices (the default family
-where genai-prices does not know the model).
+Each file is priced at its recorded model's prices (``--prices recorded``, the default: the
+issue's "model's prices"; claude-sonnet where genai-prices does not know the model), or
+with ``--prices`` at one family's or model's for every file.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.errors import ContextEngineError
-from contextengine.measure.prices import DEFAULT_FAMILY, RECORDED, prices_for, replay_prices
+from contextengine.measure.prices import RECORDED, prices_for, replay_prices
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import load_trajectory
@@ -86,9 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trajectories", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--window", type=int, default=60_000, help="small-window row (tokens)")
-    parser.add_argument(
-        "--prices", default=DEFAULT_FAMILY, help=f"a family, a model, or {RECORDED}"
-    )
+    parser.add_argument("--prices", default=RECORDED, help=f"a family, a model, or {RECORDED}")
     parser.add_argument(
         "--history-mode",
         choices=("compressed", "full", "round_scratchpad"),

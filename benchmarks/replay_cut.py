@@ -21,7 +21,7 @@ from pathlib import Path
 from replay_all import DEFAULT_DIR, check_prices, paid_back
 
 from contextengine.config import Config
-from contextengine.measure.prices import DEFAULT_FAMILY, RECORDED, replay_prices
+from contextengine.measure.prices import RECORDED, replay_prices
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory, load_trajectory
@@ -59,9 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trajectories", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.3, 0.5, 0.7, 0.85, 1.0])
-    parser.add_argument(
-        "--prices", default=DEFAULT_FAMILY, help=f"a family, a model, or {RECORDED}"
-    )
+    parser.add_argument("--prices", default=RECORDED, help=f"a family, a model, or {RECORDED}")
     args = parser.parse_args()
     check_prices(args.prices)
     if any(not 0 < f <= 1 for f in args.fractions):

@@ -60,7 +60,8 @@ def test_replay_json_of_a_shipped_sample_has_every_key_for_engine_and_baselines(
 
 @pytest.mark.parametrize("sample", [NATIVE_SAMPLE, TEXT_SAMPLE], ids=["native", "text"])
 def test_figures_are_recomputed_from_the_dump_independently(sample: Path, tmp_path: Path) -> None:
-    figures = run_json(sample, "--dump", tmp_path)
+    # the script prices at Sonnet's prices, hard-coded: no genai-prices
+    figures = run_json(sample, "--dump", tmp_path, "--prices", "claude-sonnet")
     again = recompute(tmp_path, json.loads(sample.read_text(encoding="utf-8")))
     for key in (
         "steps",
@@ -327,14 +328,17 @@ def test_recorded_failures_with_a_message_or_of_other_commands_still_strike() ->
         assert [s["purpose"] for s in figures.side_calls] == ["reboot"], run
 
 
-def test_prices_recorded_prices_a_run_at_its_own_model_else_the_default() -> None:
-    gemini = run_json(TEXT_SAMPLE, "--prices", "recorded")
+def test_a_run_is_priced_at_its_own_model_by_default_else_at_sonnets() -> None:
+    gemini = run_json(TEXT_SAMPLE)
     assert gemini["prices"] == "google/gemini-3-pro-preview"
+    assert run_json(TEXT_SAMPLE, "--prices", "recorded") == gemini
     assert gemini["baselines"]["full_history"]["input_cost_usd"] != pytest.approx(
-        run_json(TEXT_SAMPLE)["baselines"]["full_history"]["input_cost_usd"]
+        run_json(TEXT_SAMPLE, "--prices", "claude-sonnet")["baselines"]["full_history"][
+            "input_cost_usd"
+        ]
     )
-    unknown = run_json(NATIVE_SAMPLE, "--prices", "recorded")  # a model genai-prices lacks
-    assert unknown["prices"] == "claude-sonnet"
+    assert run_json(NATIVE_SAMPLE)["prices"] == "claude-sonnet", "a model genai-prices lacks"
+    assert Replayer(load_trajectory(TEXT_SAMPLE)).prices == "google/gemini-3-pro-preview"
 
 
 def test_only_prunes_a_charged_request_carried_are_reported() -> None:

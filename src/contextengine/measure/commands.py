@@ -18,8 +18,8 @@ from contextengine.measure.prices import DEFAULT_FAMILY, FAMILY_MODELS, RECORDED
 _PRICE_CHOICES = f"a family ({', '.join(FAMILY_MODELS)}) or any model name genai-prices knows"
 REPORT_PRICES_HELP = f"Prices: {_PRICE_CHOICES} (default: by model, {DEFAULT_FAMILY})."
 REPLAY_PRICES_HELP = (
-    f"Prices: {_PRICE_CHOICES}, or {RECORDED}: the recorded run's own model "
-    f"(default {DEFAULT_FAMILY})."
+    f"Prices: {_PRICE_CHOICES}, or {RECORDED} (the default): the recorded run's own model, "
+    f"{DEFAULT_FAMILY} where genai-prices does not know it."
 )
 
 
@@ -39,7 +39,7 @@ def replay_command(
     context_window: Annotated[
         int | None, typer.Option(help="Context window in tokens (compaction trigger).")
     ] = None,
-    prices: Annotated[str, typer.Option(help=REPLAY_PRICES_HELP)] = DEFAULT_FAMILY,
+    prices: Annotated[str, typer.Option(help=REPLAY_PRICES_HELP)] = RECORDED,
     config: Annotated[
         Path | None,
         typer.Option("--config", "-c", help="Config file (TOML or YAML).", dir_okay=False),

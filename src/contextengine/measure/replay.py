@@ -31,7 +31,7 @@ from contextengine.measure.playback import (
     ReplayScript,
     output_text,
 )
-from contextengine.measure.prices import DEFAULT_FAMILY, prices_for
+from contextengine.measure.prices import RECORDED, prices_for, replay_prices
 from contextengine.measure.recall import mean_recall, request_text, step_recall, step_references
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
@@ -110,7 +110,7 @@ def replay(
     config: Config | None = None,
     *,
     name: str = "",
-    prices: str = DEFAULT_FAMILY,
+    prices: str = RECORDED,
     counter: TokenCounter | None = None,
     dump: Path | None = None,
     on_step: StepCallback | None = None,
@@ -124,7 +124,7 @@ def replay(
         trajectory=name,
         model=trajectory.model,
         config=config,
-        prices=prices,
+        prices=replayer.prices,
         engine=engine,
         baselines=replayer.baselines(on_step=_tagged(on_step, "full_history")),
     )
@@ -137,12 +137,13 @@ class Replayer:
         self,
         trajectory: Trajectory,
         *,
-        prices: str = DEFAULT_FAMILY,
+        prices: str = RECORDED,
         counter: TokenCounter | None = None,
     ) -> None:
         self.trajectory = trajectory
         self.counter = counter or TokenCounter()
-        self._figures = _Figures(trajectory, self.counter, prices)
+        self.prices = replay_prices(prices, trajectory.model)  # "recorded" resolved
+        self._figures = _Figures(trajectory, self.counter, self.prices)
         self._baselines: dict[str, StrategyResult] | None = None
 
     def engine(
