@@ -34,7 +34,7 @@ from typing import Any
 
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.errors import ContextEngineError
-from contextengine.measure.prices import RECORDED, prices_for, replay_prices
+from contextengine.measure.prices import RECORDED, prices_for
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import load_trajectory
@@ -104,9 +104,7 @@ def main() -> None:
     started = time.perf_counter()
     for path in files:
         trajectory = load_trajectory(path)
-        replayer = Replayer(
-            trajectory, prices=replay_prices(args.prices, trajectory.model), counter=counter
-        )
+        replayer = Replayer(trajectory, prices=args.prices, counter=counter)
         baselines = replayer.baselines()
         for row, (label, config) in zip(rows, plan, strict=True):
             if config is None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from replay_all import DEFAULT_DIR, check_prices, paid_back
 
 from contextengine.config import Config
-from contextengine.measure.prices import RECORDED, replay_prices
+from contextengine.measure.prices import RECORDED
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory, load_trajectory
@@ -78,8 +78,7 @@ def main() -> None:
         runs = []
         for k, (name, trajectory) in enumerate(trajectories, 1):
             print(f"[{fraction:g}] {k}/{len(trajectories)} {name}", file=sys.stderr, flush=True)
-            prices = replay_prices(args.prices, trajectory.model)
-            replayer = Replayer(cut(trajectory, fraction), prices=prices, counter=counter)
+            replayer = Replayer(cut(trajectory, fraction), prices=args.prices, counter=counter)
             full = replayer.baselines()["full_history"]
             runs.append((name, replayer.engine(Config()), full))
         print(row(fraction, runs), flush=True)

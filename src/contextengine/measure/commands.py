@@ -51,8 +51,7 @@ def replay_command(
     from contextengine.measure.trajectory import load_trajectory
 
     recording = load_trajectory(trajectory)
-    prices = replay_prices(prices, recording.model)
-    prices_for(prices)
+    prices_for(replay_prices(prices, recording.model))  # one line, before any work
     settings = apply_flags(
         Config.load(config), flags, history_mode=history_mode, context_window=context_window
     )
