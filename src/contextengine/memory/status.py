@@ -128,7 +128,7 @@ class TailRecital:
         *,
         just_written: bool = False,
         where: str | None = None,
-        objective_in_view: bool = False,
+        objective_is_request: bool = False,
     ) -> str | None:
         """The full status when it is due at ``iteration`` (model calls so far), else
         ``None``. It is due when it changed, while a step is open every ``FULL_EVERY``
@@ -139,12 +139,13 @@ class TailRecital:
         ``just_written``: the model's own plan call, the message before, changed the plan:
         the steps are in view, so the change counts as recited. ``where``: the folder of
         the memory files, named with the session's first recital and a turn's.
-        ``objective_in_view``: the request's last message is the user's, stating the
-        objective: the recital leaves it out (it counts as recited all the same)."""
+        ``objective_is_request``: the objective is the turn's request, so a turn's first
+        request, which ends with that message, leaves it out (recited all the same)."""
         full = task_status(plan, first_user_text, plannable=self._plannable)
         stale = iteration - self._full_at >= FULL_EVERY
         recitable = self._recitable(plan)
-        turn_due, self._turn_started = self._turn_started and stale and recitable, False
+        opening = self._turn_started
+        turn_due, self._turn_started = opening and stale and recitable, False
         periodic = plan.current_index is not None and stale
         due = iteration == self._full_at or periodic or turn_due
         if just_written and full != self._full:
@@ -157,7 +158,7 @@ class TailRecital:
             memory = f"\nMemory files: {where}/ {MEMORY_NAMES}" if where else ""
             said = (
                 task_status(plan, first_user_text, plannable=self._plannable, objective=False)
-                if objective_in_view
+                if opening and objective_is_request
                 else full
             )
             return said + errors_block(errors) + (memory if iteration == self._named_at else "")
@@ -172,7 +173,7 @@ class TailRecital:
         *,
         just_written: bool = False,
         where: str | None = None,
-        objective_in_view: bool = False,
+        objective_is_request: bool = False,
     ) -> str | None:
         """The tail of the request made at ``iteration``: the full status when it is due
         (``recital``), else one line, the focus: the steps were recited unchanged, or are
@@ -186,7 +187,7 @@ class TailRecital:
             errors,
             just_written=just_written,
             where=where,
-            objective_in_view=objective_in_view,
+            objective_is_request=objective_is_request,
         )
         if full is not None:
             return full

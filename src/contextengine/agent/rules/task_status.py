@@ -24,7 +24,6 @@ class TaskStatusTail(Rule):
         self._max_errors = max_errors
         self._finished: Plan | None = None  # the plan that was all done when the turn began
         self._request = ""  # the turn's user text
-        self._turn_opened_at: int | None = None  # iterations at the turn's first request
 
     def start_turn(self, user_text: str) -> HookResult:
         """A new turn: the next tail is recited in full."""
@@ -32,7 +31,6 @@ class TaskStatusTail(Rule):
         plan = self.ctx.memory.plan()
         self._finished = plan if plan.steps and plan.current_index is None else None
         self._request = user_text
-        self._turn_opened_at = None
         return NOTHING
 
     def task_status(self) -> str | None:
@@ -43,15 +41,6 @@ class TaskStatusTail(Rule):
         objective_text = state.first_user_text
         if self._finished is not None and plan == self._finished:
             plan, objective_text = Plan(), self._request
-        if self._turn_opened_at is None:
-            self._turn_opened_at = state.iterations
-        # the turn's first request ends with its user message: if that message is the
-        # objective, the tail need not repeat it
-        in_view = (
-            state.iterations == self._turn_opened_at
-            and not plan.goal
-            and objective_text == self._request
-        )
         return self._recital.tail(
             plan,
             objective_text,
@@ -59,5 +48,5 @@ class TaskStatusTail(Rule):
             errors,
             just_written=state.plan_just_written,
             where=self.ctx.workspace.display(self.ctx.session.directory),
-            objective_in_view=in_view,
+            objective_is_request=not plan.goal and objective_text == self._request,
         )
