@@ -111,11 +111,18 @@ class Config(BaseSettings):
         "86400 with prompt_cache_retention=24h, else 300). A request after a longer pause "
         "writes the whole prompt anyway, so pruning then costs no rewrite.",
     )
-    cache_read_price: float = Field(
-        0.1, ge=0, description="Price of a cached input token (uncached = 1), for pruning."
+    cache_read_price: float | None = Field(
+        None,
+        ge=0,
+        description="Price of a cached input token (uncached = 1), for pruning; unset: the "
+        "model's own (genai-prices), else 0.1.",
     )
-    cache_write_price: float = Field(
-        1.25, ge=0, description="Price of a cache-write token (uncached = 1), for pruning."
+    cache_write_price: float | None = Field(
+        None,
+        ge=0,
+        description="Price of a cache-write token (uncached = 1), for pruning; unset: the "
+        "model's own (genai-prices: Anthropic's 5-minute write; set 2 with cache_ttl=1h), "
+        "else 1.25.",
     )
     summary_timeout_s: float = Field(
         120.0, gt=0, allow_inf_nan=False, description="Compaction summary call timeout."

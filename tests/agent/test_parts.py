@@ -3,6 +3,8 @@
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from contextengine import Agent, AgentParts, Config, ContextBuilder, ScriptedProvider
 from contextengine.tools.registry import Toolset
 from contextengine.tools.shell import ShellExec
@@ -19,6 +21,15 @@ def test_a_swapped_builder_is_the_one_requests_come_from(tmp_path: Path) -> None
     (request,) = provider.requests
     assert request.messages[0]["content"].startswith("Only this.")
     assert request.tools == []
+
+
+def test_the_pruner_prices_the_cache_as_the_providers_model_does(tmp_path: Path) -> None:
+    deepseek = AgentParts.defaults(
+        ScriptedProvider([ANSWER], "deepseek/deepseek-chat"), tmp_path, Config()
+    )
+    assert deepseek.pruner.cache_prices == pytest.approx((0.07 / 0.27, 1.0))
+    local = AgentParts.defaults(ScriptedProvider([ANSWER]), tmp_path / "local", Config())
+    assert local.pruner.cache_prices == (0.1, 1.25), "a model genai-prices lacks: Anthropic's"
 
 
 def test_with_closes_the_log_and_the_session_resumes(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from contextengine import Config
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
-from contextengine.compress.prune import Pruner, cache_lifetime_s, stub_text
+from contextengine.compress.prune import Pruner, cache_lifetime_s, cache_prices, stub_text
 from contextengine.context.builder import ContextBuilder
 from contextengine.context.monitor import PrefixMonitor
 from contextengine.session.entries import (
@@ -88,12 +88,12 @@ def stubbed_calls(session: Session) -> dict[int, AssistantEntry]:
     }
 
 
-def pruner(session: Session, **settings_: object) -> Pruner:
+def pruner(session: Session, model: str = "", **settings_: object) -> Pruner:
     """A pruner for a session built in one go: it has seen no steps, so nothing is banked
     yet; unless a test says otherwise, any bet is affordable."""
     settings_.setdefault("prune_risk_share", AFFORD_ANY)
     externalizer = Externalizer(session.layout.artifacts, str)
-    return Pruner(session, Config().with_flags(**settings_), externalizer)
+    return Pruner(session, Config().with_flags(**settings_), externalizer, model)
 
 
 def stubs(session: Session) -> dict[int, ToolResultEntry]:
@@ -223,6 +223,23 @@ def test_pruning_is_append_only_and_reversible(tmp_path_factory, sizes):
 def test_free_cache_reads_never_pay_for_a_rewrite(tmp_path):
     session = session_with_steps(tmp_path / "s", [120] * 30)
     assert pruner(session, cache_read_price=0.0).decide() is None
+
+
+def test_cache_prices_are_the_models_own_unless_the_config_sets_them():
+    assert cache_prices(Config(), "claude-sonnet-4-5") == pytest.approx((0.1, 1.25))
+    assert cache_prices(Config(), "deepseek/deepseek-chat") == pytest.approx((0.07 / 0.27, 1.0))
+    assert cache_prices(Config(), "gpt-5") == pytest.approx((0.1, 1.0)), "no write premium"
+    assert cache_prices(Config(), "my-own-finetune") == (0.1, 1.25), "unknown: Anthropic's"
+    assert cache_prices(Config(), "") == (0.1, 1.25)
+    chosen = Config(cache_read_price=0.5, cache_write_price=2.0)
+    assert cache_prices(chosen, "deepseek/deepseek-chat") == (0.5, 2.0)
+    assert cache_prices(Config(cache_write_price=2.0), "gpt-5") == pytest.approx((0.1, 2.0))
+
+
+def test_a_model_whose_cache_reads_cost_more_prunes_sooner(tmp_path):
+    session = session_with_steps(tmp_path / "s", [40] * 12)
+    assert pruner(session, "claude-sonnet-4-5").decide() is None
+    assert pruner(session, "deepseek/deepseek-chat").decide() is not None, "reads at 0.26"
 
 
 def test_old_call_arguments_become_stubs_and_the_call_keeps_its_shape(tmp_path):

@@ -361,3 +361,23 @@ def test_only_prunes_a_charged_request_carried_are_reported() -> None:
     prunes = Replayer(trajectory).engine(eager).prunes
     assert len(prunes) > 5
     assert all(p["remaining_steps"] >= 1 for p in prunes)
+
+
+def test_the_engine_prunes_at_the_cache_prices_the_replay_charges() -> None:
+    steps = [
+        {
+            "assistant": f"Reading part {k}.",
+            "tool_calls": [{"name": "bash", "arguments": {"command": f"cat part_{k}.txt"}}],
+            "observation": f"part_{k} " + "lorem ipsum dolor sit amet " * 60,
+        }
+        for k in range(40)
+    ]
+    trajectory = parse_trajectory(
+        {"task": "Read every part.", "steps": steps, "model": "deepseek/deepseek-chat"}
+    )
+    # DeepSeek reads its cache at a quarter of the input price and has no write premium,
+    # so a prune pays back far sooner than at Sonnet's tenth and 1.25
+    assert Replayer(trajectory).engine(Config()).prunes
+    assert not Replayer(trajectory, prices="claude-sonnet").engine(Config()).prunes
+    chosen = Config(cache_read_price=0.1, cache_write_price=1.25)
+    assert not Replayer(trajectory).engine(chosen).prunes, "the config's prices win"

@@ -164,7 +164,7 @@ class AgentParts:
                 tool_names=toolset.names,
             ),
             compactor=Compactor(session, config, display, gauge.of_chunks),
-            pruner=Pruner(session, config, externalizer),
+            pruner=Pruner(session, config, externalizer, getattr(provider, "model", "")),
             gauge=gauge,
         )
 

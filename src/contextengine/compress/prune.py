@@ -48,6 +48,7 @@ from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import artifact_name, maximal, names_in
 from contextengine.config import Config
 from contextengine.context.tokens import count_tokens
+from contextengine.measure.prices import model_prices
 from contextengine.session.entries import (
     AssistantEntry,
     PrunedCall,
@@ -61,6 +62,7 @@ from contextengine.session.session import Session
 
 # Every later request reads each stub: it says what and where, and no more.
 STUB_HEAD = "[pruned: {chars:,} chars, saved at {path}]"
+DEFAULT_CACHE_PRICES = (0.1, 1.25)  # read, write: Anthropic's 5-minute cache
 MAX_STUB_NAMES = 120
 STUB_ESTIMATE_TOKENS = 35  # a stub's head; its names are paid for out of the saving
 ARGUMENT_MIN_CHARS = 200  # shorter call arguments (paths, commands, patterns) stay as they are
@@ -99,9 +101,12 @@ class _Candidate:
 class Pruner:
     """Decides, for one session, when old context turns into stubs, and does it."""
 
-    def __init__(self, session: Session, config: Config, externalizer: Externalizer) -> None:
+    def __init__(
+        self, session: Session, config: Config, externalizer: Externalizer, model: str = ""
+    ) -> None:
         self._session = session
         self._config = config
+        self.cache_prices = cache_prices(config, model)  # (read, write) for this model
         self._externalizer = externalizer
         self._savings: dict[int, int] = {}  # log index -> what stubbing it saves (it never changes)
         self._spent = 0.0  # what the history has cost so far: written once, then read (price units)
@@ -118,7 +123,7 @@ class Pruner:
         now = datetime.now(UTC)
         cold = self._idle_s(now) >= cache_lifetime_s(config)
         self._asked = now
-        read, write = config.cache_read_price, config.cache_write_price
+        read, write = self.cache_prices
         live = self._session.live
         candidates, total = self._candidates(live)
         self._spent += min(total, self._seen) * read + max(0, total - self._seen) * write
@@ -303,6 +308,19 @@ class _NameIndex:
         names = [n for n in names_in(text) if n not in self._kept and n not in self._listed]
         self._listed.update(names)
         return maximal(names, 4 * MAX_STUB_NAMES)
+
+
+def cache_prices(config: Config, model: str) -> tuple[float, float]:
+    """What pruning prices a cache read and a cache write at, as shares of an uncached input
+    token: ``cache_read_price`` / ``cache_write_price`` where set, else ``model``'s own
+    (genai-prices: DeepSeek reads at about a quarter, Gemini and OpenAI write at 1), else
+    Anthropic's 5-minute cache (0.1, 1.25)."""
+    known = model_prices(model) if model else None
+    read, write = (known.cache_shares() if known else None) or DEFAULT_CACHE_PRICES
+    return (
+        read if config.cache_read_price is None else config.cache_read_price,
+        write if config.cache_write_price is None else config.cache_write_price,
+    )
 
 
 def cache_lifetime_s(config: Config) -> float:

@@ -35,6 +35,13 @@ class Prices:
             + output * self.output
         ) / 1_000_000
 
+    def cache_shares(self) -> tuple[float, float] | None:
+        """A cache read's and a cache write's price as shares of an uncached input token
+        (None for a model whose input is free)."""
+        if self.input <= 0:
+            return None
+        return self.cached / self.input, self.cache_write / self.input
+
 
 UNKNOWN_PRICE = "price unknown"
 """How a model without a known price is reported."""

@@ -20,6 +20,7 @@ from contextengine.agent.events import PruneEvent
 from contextengine.agent.loop import Agent
 from contextengine.agent.parts import AgentParts
 from contextengine.canonical import canonical_json
+from contextengine.compress.prune import cache_prices
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.context.builder import ContextBuilder
 from contextengine.errors import ConfigError, ContextEngineError
@@ -31,7 +32,7 @@ from contextengine.measure.playback import (
     ReplayScript,
     output_text,
 )
-from contextengine.measure.prices import RECORDED, prices_for, replay_prices
+from contextengine.measure.prices import FAMILY_MODELS, RECORDED, prices_for, replay_prices
 from contextengine.measure.recall import mean_recall, request_text, step_recall, step_references
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
@@ -156,11 +157,21 @@ class Replayer:
         """The engine's figures under ``config`` (``dump``: write its requests there)."""
         prunes: list[PruneEvent] = []
         calls = replay_engine(
-            self.trajectory, config, self.counter, on_step=on_step, on_prune=prunes.append
+            self.trajectory,
+            self._priced(config),
+            self.counter,
+            on_step=on_step,
+            on_prune=prunes.append,
         )
         if dump is not None:
             write_dump(self.trajectory, calls, dump)
         return self._figures.of(calls, prunes)
+
+    def _priced(self, config: Config) -> Config:
+        """``config`` with pruning's cache prices, where it leaves them unset, those of the
+        model this replay charges (not always the recorded one: ``--prices claude-sonnet``)."""
+        read, write = cache_prices(config, FAMILY_MODELS.get(self.prices, self.prices))
+        return config.with_flags(cache_read_price=read, cache_write_price=write)
 
     def baselines(
         self, *, on_step: Callable[[int], None] | None = None
