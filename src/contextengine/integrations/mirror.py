@@ -68,7 +68,8 @@ class ContextMirror:
 
     Session folders live under ``directory`` (a new one when the framework rewrites its own
     history, e.g. by its own compaction). ``session_key`` is what the adapters send as the
-    provider's ``prompt_cache_key`` (default: the first session's id).
+    provider's ``prompt_cache_key`` (default: the first session's id). ``model`` is the
+    model's name, whose cache prices (genai-prices) pruning weighs unless ``config`` sets them.
     """
 
     def __init__(
@@ -78,9 +79,11 @@ class ContextMirror:
         config: Config | None = None,
         session_key: str | None = None,
         display: Callable[[Path], str] = str,
+        model: str = "",
     ) -> None:
         self._directory = Path(directory)
         self._config = config if config is not None else Config.load()
+        self._model = model
         self._display = display
         self._parts = 0
         self._start()
@@ -97,7 +100,7 @@ class ContextMirror:
             externalize=self._config.flag("externalize"),
             traits=lambda _name: UNDECLARED,
         )
-        self._pruner = Pruner(self.session, self._config, self.externalizer)
+        self.pruner = Pruner(self.session, self._config, self.externalizer, self._model)
         self._builder = ContextBuilder(system_prompt="", config=self._config)
         self._seen: list[Message] = []  # the framework's messages mirrored so far
         self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -127,8 +130,8 @@ class ContextMirror:
             self._absorb(message, fresh)
             self._seen.append(dict(message))
             self._since_plan += len(json.dumps(message, default=str))
-        if (decision := self._pruner.decide()) is not None:
-            self._pruner.prune(decision)
+        if (decision := self.pruner.decide()) is not None:
+            self.pruner.prune(decision)
         live = LiveContext(full_observations=fresh, tail=self._tail())
         self._iterations += 1
         request = self._builder.build(self.session, live)
