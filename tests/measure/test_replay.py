@@ -8,7 +8,7 @@ import pytest
 from contextengine import Config
 from contextengine.measure.playback import SHARED_OBSERVATION
 from contextengine.measure.replay import Replayer, replay
-from contextengine.measure.trajectory import load_trajectory, parse_trajectory
+from contextengine.measure.trajectory import Trajectory, load_trajectory, parse_trajectory
 
 from .conftest import NATIVE_SAMPLE, TEXT_SAMPLE, cli, write_json
 from .recompute import recompute
@@ -341,16 +341,22 @@ def test_a_run_is_priced_at_its_own_model_by_default_else_at_sonnets() -> None:
     assert Replayer(load_trajectory(TEXT_SAMPLE)).prices == "google/gemini-3-pro-preview"
 
 
-def test_only_prunes_a_charged_request_carried_are_reported() -> None:
+def _reading_parts(count: int, repeats: int, **fields: str) -> Trajectory:
+    """A run that reads ``count`` parts of ``repeats`` phrases each and never answers."""
     steps = [
         {
             "assistant": f"Reading part {k}.",
             "tool_calls": [{"name": "bash", "arguments": {"command": f"cat part_{k}.txt"}}],
-            "observation": f"part_{k} " + "lorem ipsum dolor sit amet " * 90,
+            "observation": f"part_{k} " + "lorem ipsum dolor sit amet " * repeats,
         }
-        for k in range(30)
-    ]  # the last step is a call: the engine prunes for a request the recording never made
-    trajectory = parse_trajectory({"task": "Read every part.", "steps": steps})
+        for k in range(count)
+    ]
+    return parse_trajectory({"task": "Read every part.", "steps": steps, **fields})
+
+
+def test_only_prunes_a_charged_request_carried_are_reported() -> None:
+    # the last step is a call: the engine prunes for a request the recording never made
+    trajectory = _reading_parts(30, 90)
     eager = Config().with_flags(
         prune_min_batch_tokens=1,
         prune_risk_share=1e6,
@@ -364,17 +370,7 @@ def test_only_prunes_a_charged_request_carried_are_reported() -> None:
 
 
 def test_the_engine_prunes_at_the_cache_prices_the_replay_charges() -> None:
-    steps = [
-        {
-            "assistant": f"Reading part {k}.",
-            "tool_calls": [{"name": "bash", "arguments": {"command": f"cat part_{k}.txt"}}],
-            "observation": f"part_{k} " + "lorem ipsum dolor sit amet " * 60,
-        }
-        for k in range(40)
-    ]
-    trajectory = parse_trajectory(
-        {"task": "Read every part.", "steps": steps, "model": "deepseek/deepseek-chat"}
-    )
+    trajectory = _reading_parts(40, 60, model="deepseek/deepseek-chat")
     # DeepSeek reads its cache at a quarter of the input price and has no write premium,
     # so a prune pays back far sooner than at Sonnet's tenth and 1.25
     assert Replayer(trajectory).engine(Config()).prunes
