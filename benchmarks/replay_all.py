@@ -34,10 +34,10 @@ from typing import Any
 
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.errors import ContextEngineError
-from contextengine.measure.prices import RECORDED, prices_for
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import load_trajectory
+from contextengine.prices import RECORDED, prices_for
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "bench" / "trajectories"
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from replay_all import DEFAULT_DIR, check_prices, paid_back
 
 from contextengine.config import Config
-from contextengine.measure.prices import RECORDED
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory, load_trajectory
+from contextengine.prices import RECORDED
 
 MIN_STEPS = 3
 LIMIT = 1.02

@@ -32,7 +32,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "errors untrusted",
         "types canonical",
         "tools",
-        "config",
+        "config prices",
         "session",
         "context",
         "local",

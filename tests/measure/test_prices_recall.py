@@ -1,7 +1,9 @@
 import pytest
 
 from contextengine.errors import ContextEngineError
-from contextengine.measure.prices import (
+from contextengine.measure.recall import mean_recall, request_text, step_recall, step_references
+from contextengine.measure.trajectory import parse_trajectory
+from contextengine.prices import (
     DEFAULT_FAMILY,
     RECORDED,
     Prices,
@@ -10,8 +12,6 @@ from contextengine.measure.prices import (
     replay_prices,
     usd,
 )
-from contextengine.measure.recall import mean_recall, request_text, step_recall, step_references
-from contextengine.measure.trajectory import parse_trajectory
 
 
 def test_sonnet_prices_charge_each_kind_of_token() -> None:

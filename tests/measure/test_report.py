@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from contextengine import Agent, Config, ScriptedProvider
-from contextengine.measure.prices import prices_for
 from contextengine.measure.report import load_usage, usage_report
+from contextengine.prices import prices_for
 
 from .conftest import cli
 

@@ -48,7 +48,7 @@ from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import artifact_name, maximal, names_in
 from contextengine.config import Config
 from contextengine.context.tokens import count_tokens
-from contextengine.measure.prices import model_prices
+from contextengine.prices import model_prices
 from contextengine.session.entries import (
     AssistantEntry,
     PrunedCall,

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from contextengine.config import Config
-from contextengine.measure.prices import DEFAULT_FAMILY, FAMILY_MODELS, RECORDED, UNKNOWN_PRICE
+from contextengine.prices import DEFAULT_FAMILY, FAMILY_MODELS, RECORDED, UNKNOWN_PRICE
 
 _PRICE_CHOICES = f"a family ({', '.join(FAMILY_MODELS)}) or any model name genai-prices knows"
 REPORT_PRICES_HELP = f"Prices: {_PRICE_CHOICES} (default: by model, {DEFAULT_FAMILY})."
@@ -46,9 +46,9 @@ def replay_command(
     ] = None,
 ) -> None:
     """Replay a recorded run through the engine and compare it with the baselines."""
-    from contextengine.measure.prices import prices_for, replay_prices
     from contextengine.measure.replay import apply_flags, replay
     from contextengine.measure.trajectory import load_trajectory
+    from contextengine.prices import prices_for, replay_prices
 
     recording = load_trajectory(trajectory)
     prices_for(replay_prices(prices, recording.model))  # one line, before any work
@@ -148,8 +148,8 @@ def report_command(
     prices: Annotated[str | None, typer.Option(help=REPORT_PRICES_HELP)] = None,
 ) -> None:
     """Report tokens, cache hits, cost, savings and cache breaks of a session."""
-    from contextengine.measure.prices import prices_for
     from contextengine.measure.report import load_usage, plot_usage, usage_report
+    from contextengine.prices import prices_for
 
     if prices is not None:
         prices_for(prices)

@@ -16,8 +16,8 @@ from contextengine.agent.usage_log import read_usage
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.inspector import CallView, first_difference, inspect_session
-from contextengine.measure.prices import usd
 from contextengine.measure.report import usage_report
+from contextengine.prices import usd
 from contextengine.session.folders import workspace_sessions
 from contextengine.session.layout import SessionLayout
 from contextengine.session.listing import TITLE_CHARS, read_header, user_messages

@@ -20,8 +20,8 @@ from contextengine.context.monitor import common_prefix_len
 from contextengine.context.tokens import count_tokens, shared_counter
 from contextengine.measure.break_cause import BreakCause, explain_break
 from contextengine.measure.capture import CapturedRequest, CapturedUsage
-from contextengine.measure.prices import model_prices
 from contextengine.measure.segments import RequestShape, request_shape
+from contextengine.prices import model_prices
 
 OPEN_CONVERSATIONS = 64
 

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from contextengine.measure.prices import UNKNOWN_PRICE, usd
+from contextengine.prices import UNKNOWN_PRICE, usd
 
 SNIPPET_LINE = 70
 

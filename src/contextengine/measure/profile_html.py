@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from contextengine.measure.prices import UNKNOWN_PRICE, usd
+from contextengine.prices import UNKNOWN_PRICE, usd
 
 CHART_WIDTH = 880
 CHART_HEIGHT = 240

@@ -32,11 +32,11 @@ from contextengine.measure.playback import (
     ReplayScript,
     output_text,
 )
-from contextengine.measure.prices import FAMILY_MODELS, RECORDED, prices_for, replay_prices
 from contextengine.measure.recall import mean_recall, request_text, step_recall, step_references
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory
+from contextengine.prices import FAMILY_MODELS, RECORDED, prices_for, replay_prices
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session

@@ -16,7 +16,7 @@ from typing import Any
 
 from contextengine.agent.usage_log import UsageRecord, read_usage
 from contextengine.errors import ContextEngineError
-from contextengine.measure.prices import UNKNOWN_PRICE, Prices, model_prices, prices_for
+from contextengine.prices import UNKNOWN_PRICE, Prices, model_prices, prices_for
 from contextengine.session.entries import ToolResultEntry
 from contextengine.session.layout import SessionLayout
 from contextengine.session.listing import iter_entries
