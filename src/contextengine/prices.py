@@ -106,10 +106,16 @@ def _per_mtok(price: Any) -> float | None:
     return float(price if isinstance(price, Decimal) else price.base)
 
 
+def priced_model(name: str) -> str:
+    """The model ``--prices NAME`` prices as: a family's model of ``FAMILY_MODELS``, else the
+    name itself."""
+    return FAMILY_MODELS.get(name, name)
+
+
 def prices_for(name: str) -> Prices:
     """The prices ``--prices NAME`` picks: a family of ``FAMILY_MODELS`` or any model
     genai-prices knows; one-line error otherwise."""
-    found = model_prices(FAMILY_MODELS.get(name, name))
+    found = model_prices(priced_model(name))
     if found is None:
         known = ", ".join(FAMILY_MODELS)
         raise ContextEngineError(

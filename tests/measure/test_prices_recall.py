@@ -8,6 +8,7 @@ from contextengine.prices import (
     RECORDED,
     Prices,
     model_prices,
+    priced_model,
     prices_for,
     replay_prices,
     usd,
@@ -24,6 +25,12 @@ def test_sonnet_prices_charge_each_kind_of_token() -> None:
     assert sonnet.cost(0, 0, 0, 1_000_000) == pytest.approx(15.0)
     with pytest.raises(ContextEngineError, match="unknown price family 'x'"):
         prices_for("x")
+
+
+def test_a_family_is_priced_as_its_model_and_any_other_name_as_itself() -> None:
+    assert priced_model("claude-sonnet") == "claude-sonnet-4-6"
+    assert priced_model("deepseek/deepseek-chat") == "deepseek/deepseek-chat"
+    assert prices_for("claude-sonnet") == model_prices(priced_model("claude-sonnet"))
 
 
 @pytest.mark.parametrize(

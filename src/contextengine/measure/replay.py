@@ -36,7 +36,7 @@ from contextengine.measure.recall import mean_recall, request_text, step_recall,
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory
-from contextengine.prices import FAMILY_MODELS, RECORDED, prices_for, replay_prices
+from contextengine.prices import RECORDED, priced_model, prices_for, replay_prices
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
@@ -170,7 +170,7 @@ class Replayer:
     def _priced(self, config: Config) -> Config:
         """``config`` with pruning's cache prices, where it leaves them unset, those of the
         model this replay charges (not always the recorded one: ``--prices claude-sonnet``)."""
-        read, write = cache_prices(config, FAMILY_MODELS.get(self.prices, self.prices))
+        read, write = cache_prices(config, priced_model(self.prices))
         return config.with_flags(cache_read_price=read, cache_write_price=write)
 
     def baselines(
