@@ -190,11 +190,31 @@ def test_a_failure_ending_in_long_lines_is_saved_with_a_bounded_tail(h: Harness)
     assert h.externalizer.recover(_ref_of(obs.live)) == text
 
 
-def test_full_mode_keeps_a_text_whose_ref_would_be_about_as_long(h: Harness) -> None:
+def test_full_mode_fits_the_index_into_half_the_text(h: Harness) -> None:
     names = " ".join(f"module_{i}.handler_{i}" for i in range(200))
     assert 3000 < len(names) < 10_000, "just over the threshold, and all names"
     obs = h.processor("full").process(1, "Bash", {"command": "r"}, ToolOutcome.ok(names))
-    assert (obs.history, obs.live, obs.full_ref) == (names, names, None)
+    assert obs.full_ref is not None and obs.history == obs.live
+    assert len(obs.history) <= len(names) / 2
+    index = obs.history.split("Names in the full output: ", 1)[1]
+    listed, more = index.rsplit(" (and ", 1)
+    preview = _ref_of(obs.history).preview
+    fresh = [n for n in names.split() if n not in preview]
+    assert listed.split(", ") == fresh[: len(listed.split(", "))], "the first names, in order"
+    assert more == f"{len(fresh) - len(listed.split(', '))} more)"
+
+
+def test_full_mode_keeps_a_text_whose_ref_would_be_about_as_long(h: Harness) -> None:
+    text = "".join(f"E{i:03d} " + "failed: value out of range " * 9 + "\n" for i in range(14))
+    assert 3000 < len(text) < 4000, "just over the threshold"
+    failed = ToolOutcome("error", text)
+    obs = h.processor("full").process(1, "Bash", {"command": "r"}, failed)
+    assert (obs.history, obs.live, obs.full_ref) == (text, text, None), "its tail is the text"
+
+
+def test_the_index_holds_uncommon_words_after_code_names() -> None:
+    text = "Call getattr on the tokenizer; see parse_args and the approach below. getattr again."
+    assert names_in(text) == ["parse_args", "getattr", "tokenizer"], "common words left out"
 
 
 def test_foreign_read_counts_as_a_file(h: Harness) -> None:

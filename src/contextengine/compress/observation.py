@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from contextengine.compress.compressors import compress, tool_category
@@ -28,6 +29,9 @@ MAX_INDEXED_NAMES = 200
 REF_VIEW_MAX_SHARE = 0.5  # in full mode, a ref view longer than this share of the text is not used
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{5,}")
 _CODE_LIKE = re.compile(r"[_./\-0-9]|[a-z][A-Z]")
+# Zipf 4.5 is about 30 uses a million words: the 3,000 or so most frequent English words,
+# which say nothing about what a text holds, are at or above it.
+COMMON_WORD_ZIPF = 4.5
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,7 @@ class ObservationProcessor:
             history = full
             if externalized:
                 ref = self._store(name, full, kind, tool_name, arguments)
-                view = self._ref_view(ref, outcome)
+                view = self._ref_view(ref, outcome, int(len(full) * REF_VIEW_MAX_SHARE))
                 if len(view) <= len(full) * REF_VIEW_MAX_SHARE:
                     history = view
                 else:
@@ -106,33 +110,33 @@ class ObservationProcessor:
             full_ref = self._externalizer.session_relative(self._externalizer.path_for(name))
         return ProcessedObservation(history, live, full_ref, len(full))
 
-    def _ref_view(self, ref: CompressedRef, outcome: ToolOutcome) -> str:
-        """The ref, an index of the names the full text holds, how to read it, and a
-        failure's message verbatim.
+    def _ref_view(self, ref: CompressedRef, outcome: ToolOutcome, chars: int | None = None) -> str:
+        """The ref, how to read it, an index of the names the full text holds, and a
+        failure's message verbatim, in at most ``chars`` characters where the ref, the
+        instruction and the message leave room for the index.
 
         The index lists the names new to this session (in no observation history holds,
         nor in the preview), so the model knows what the artifact holds without reading it;
         a name that is part of a longer listed one is held by it and not listed again.
         """
-        parts = [
+        head = [
             ref.to_json(),
             "Read the full output in parts with file_read (start_line/end_line).",
         ]
-        fresh = [n for n in names_in(outcome.text) if n not in self._seen and n not in ref.preview]
-        fresh = maximal(fresh, 4 * MAX_INDEXED_NAMES)
-        if fresh:
-            shown = fresh[:MAX_INDEXED_NAMES]
-            more = f" (and {len(fresh) - len(shown)} more)" if len(fresh) > len(shown) else ""
-            parts.append(f"Names in the full output: {', '.join(shown)}{more}")
+        error: list[str] = []
         if outcome.status == "error":
             if outcome.error is not None:
-                parts.append(
+                error.append(
                     f'<error code="{outcome.error.code}">\n{outcome.error.message}\n</error>'
                 )
             else:
                 tail = error_tail(outcome.text, ERROR_TAIL_LINES, chars=ERROR_TAIL_CHARS)
-                parts.append(f"<error>\n{tail}\n</error>")
-        return "\n".join(parts)
+                error.append(f"<error>\n{tail}\n</error>")
+        fresh = [n for n in names_in(outcome.text) if n not in self._seen and n not in ref.preview]
+        fresh = maximal(fresh, 4 * MAX_INDEXED_NAMES)
+        room = None if chars is None else chars - len("\n".join([*head, *error])) - 1
+        index = _index_line(fresh, room)
+        return "\n".join([*head, *([index] if index else []), *error])
 
     def _store(
         self,
@@ -150,6 +154,24 @@ class ObservationProcessor:
             url=_str_arg(arguments, "url") if kind == "webpage" else None,
             query=_str_arg(arguments, "query") if kind == "db" else None,
         )
+
+
+def _index_line(names: Sequence[str], room: int | None) -> str:
+    """The index of ``names`` (at most ``MAX_INDEXED_NAMES``, and within ``room``
+    characters when given), saying how many it leaves out; empty when none fits."""
+    label = "Names in the full output: "
+    budget = None if room is None else room - len(label) - len(" (and 99999 more)")
+    shown: list[str] = []
+    used = 0
+    for name in names[:MAX_INDEXED_NAMES]:
+        used += len(name) + 2 * bool(shown)
+        if budget is not None and used > budget:
+            break
+        shown.append(name)
+    if not shown:
+        return ""
+    more = f" (and {len(names) - len(shown)} more)" if len(names) > len(shown) else ""
+    return f"{label}{', '.join(shown)}{more}"
 
 
 def artifact_name(entry_index: int, tool_name: str) -> str:
@@ -171,14 +193,29 @@ def observation_kind(
 
 
 def names_in(text: str) -> list[str]:
-    """Names of 6+ characters that look like code, in order of appearance: paths, dotted
-    names, snake_case, kebab-case, CamelCase, names with digits (plain words are left out)."""
-    seen: dict[str, None] = {}
+    """The names of 6+ characters a reader may look for in ``text``: first those that look
+    like code (paths, dotted names, snake_case, kebab-case, CamelCase, names with digits),
+    then the words that are not common English (``getattr``, ``tokenizer``, a product's
+    name), each in order of appearance."""
+    code: dict[str, None] = {}
+    words: dict[str, None] = {}
     for match in _NAME.finditer(text):
         name = match.group(0).rstrip("./-")
-        if len(name) >= 6 and _CODE_LIKE.search(name):
-            seen.setdefault(name, None)
-    return list(seen)
+        if len(name) < 6:
+            continue
+        if _CODE_LIKE.search(name):
+            code.setdefault(name, None)
+        elif not common_word(name):
+            words.setdefault(name, None)
+    return [*code, *words]
+
+
+@lru_cache(maxsize=65_536)
+def common_word(word: str) -> bool:
+    """Whether ``word`` is among the most frequent English words (wordfreq's Zipf scale)."""
+    from wordfreq import zipf_frequency  # imported on first use: it adds 0.2 s to every start
+
+    return zipf_frequency(word.lower(), "en") >= COMMON_WORD_ZIPF
 
 
 def maximal(names: Sequence[str], window: int) -> list[str]:

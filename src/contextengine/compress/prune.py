@@ -28,7 +28,7 @@ next to nothing): the rewrite is paid anyway, and everything pruned with it rais
 saving. It chooses where the batch starts (the oldest candidate, or a later one) for the
 largest expected net saving, so one rewrite carries as much as it can.
 
-A stub names the artifact holding the text byte for byte and the code-like names the
+A stub names the artifact holding the text byte for byte and the names (``names_in``) the
 text held that nothing else in view holds (none that is part of a longer listed one), so
 what was pruned stays findable.
 """
