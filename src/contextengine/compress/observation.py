@@ -85,8 +85,9 @@ class ObservationProcessor:
             history = full
             if externalized:
                 ref = self._store(name, full, kind, tool_name, arguments)
-                view = self._ref_view(ref, outcome, int(len(full) * REF_VIEW_MAX_SHARE))
-                if len(view) <= len(full) * REF_VIEW_MAX_SHARE:
+                limit = int(len(full) * REF_VIEW_MAX_SHARE)
+                view = self._ref_view(ref, outcome, limit)
+                if len(view) <= limit:
                     history = view
                 else:
                     ref = None  # a ref about as long as the text saves nothing: keep the text
