@@ -136,7 +136,7 @@ class ObservationProcessor:
         fresh = [n for n in names_in(outcome.text) if n not in self._seen and n not in ref.preview]
         fresh = maximal(fresh, 4 * MAX_INDEXED_NAMES)
         room = None if chars is None else chars - len("\n".join([*head, *error])) - 1
-        index = _index_line(fresh, room)
+        index = name_list("Names in the full output: ", fresh, MAX_INDEXED_NAMES, room)
         return "\n".join([*head, *([index] if index else []), *error])
 
     def _store(
@@ -157,14 +157,13 @@ class ObservationProcessor:
         )
 
 
-def _index_line(names: Sequence[str], room: int | None) -> str:
-    """The index of ``names`` (at most ``MAX_INDEXED_NAMES``, and within ``room``
+def name_list(label: str, names: Sequence[str], most: int, room: int | None = None) -> str:
+    """``label`` and the first of ``names`` (at most ``most``, and within ``room``
     characters when given), saying how many it leaves out; empty when none fits."""
-    label = "Names in the full output: "
     budget = None if room is None else room - len(label) - len(" (and 99999 more)")
     shown: list[str] = []
     used = 0
-    for name in names[:MAX_INDEXED_NAMES]:
+    for name in names[:most]:
         used += len(name) + 2 * bool(shown)
         if budget is not None and used > budget:
             break

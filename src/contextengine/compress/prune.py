@@ -45,7 +45,7 @@ from typing import Any
 
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
-from contextengine.compress.observation import artifact_name, maximal, names_in
+from contextengine.compress.observation import artifact_name, maximal, name_list, names_in
 from contextengine.config import Config
 from contextengine.context.tokens import count_tokens
 from contextengine.prices import model_prices
@@ -338,12 +338,8 @@ def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
     """The stub that stands for a pruned text: its length, where it is, and the names it
     held that the stub does not hold already (a pruned ref's own path, say)."""
     head = STUB_HEAD.format(chars=chars, path=path)
-    names = [n for n in names if n not in head]
-    if not names:
-        return head
-    shown = names[:MAX_STUB_NAMES]
-    more = f" (and {len(names) - len(shown)} more)" if len(names) > len(shown) else ""
-    return f"{head}\nnames: {', '.join(shown)}{more}"
+    listed = name_list("names: ", [n for n in names if n not in head], MAX_STUB_NAMES)
+    return f"{head}\n{listed}" if listed else head
 
 
 def _stub_saving(entry: object, native: bool) -> int:
