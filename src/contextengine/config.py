@@ -45,6 +45,7 @@ COMPONENT_FLAGS: tuple[str, ...] = (
     "diversity",
     "mentions",
     "externalize",
+    "deltas",
     "recitation",
     "reminders",
     "masking",
@@ -235,6 +236,9 @@ class Config(BaseSettings):
     diversity: bool = Field(True, description="Vary observation templates per entry.")
     mentions: bool = Field(True, description="Add read reminders for @file mentions.")
     externalize: bool = Field(True, description="Write large observations to artifacts.")
+    deltas: bool = Field(
+        True, description="Show a result that repeats an earlier one as its difference from it."
+    )
     recitation: bool = Field(True, description="End every request with the task status.")
     reminders: bool = Field(True, description="Plan recitation, 2-action and 3-strike reminders.")
     masking: bool = Field(

@@ -38,8 +38,8 @@ def session_script() -> list[dict]:
         {"content": "The name is undefined; a.txt was written and the probe stopped."},
     ]
     for r in range(1, 6):
-        big = call("shell_exec", command=f"printf '%1500s' round{r}")
-        script += [step(big), step(big), {"content": f"Round {r} is finished and verified."}]
+        big = [call("shell_exec", command=f"printf '%1500s' round{r}-{k}") for k in (1, 2)]
+        script += [step(big[0]), step(big[1]), {"content": f"Round {r} is finished and verified."}]
     script += [
         step(call("file_write", path="b.txt", content="b")),
         {"content": "Chat mode: nothing can be written now, so b.txt was not created."},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -20,6 +21,7 @@ from contextengine.agent.model_calls import TokenGauge
 from contextengine.agent.prompts import default_system_prompt, text_protocol_prompt
 from contextengine.codemap import CodeMap
 from contextengine.codemap.tool import with_code_map
+from contextengine.compress.delta import shown_results
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import ObservationProcessor
 from contextengine.compress.prune import Pruner
@@ -151,6 +153,7 @@ class AgentParts:
                 mode=config.effective_history_mode,
                 externalize=config.flag("externalize"),
                 traits=toolset.traits,
+                shown=partial(shown_results, session) if config.flag("deltas") else tuple,
             ),
             harness=harness
             or build_harness(

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from contextengine.compress.compressors import compress, tool_category
+from contextengine.compress.delta import ShownResult, closest, delta_text
 from contextengine.compress.externalize import CompressedRef, Externalizer, over_threshold
 from contextengine.config import HistoryMode
 from contextengine.tools.base import ObservationKind, ToolOutcome
@@ -26,7 +27,9 @@ ERROR_TAIL_CHARS = 3000  # a saved failure's view keeps at most this much of its
 TITLE_CHARS = 120
 _TITLE_ARGS = ("path", "file_path", "pattern", "command", "url", "query")
 MAX_INDEXED_NAMES = 200
-REF_VIEW_MAX_SHARE = 0.5  # in full mode, a ref view longer than this share of the text is not used
+REF_VIEW_MAX_SHARE = (
+    0.5  # in full mode, a shortened view longer than this share of the text is not used
+)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{5,}")
 _CODE_LIKE = re.compile(r"[_./\-0-9]|[a-z][A-Z]")
 # Zipf 4.5 is about 30 uses a million words: the 3,000 or so most frequent English words,
@@ -51,7 +54,8 @@ class ProcessedObservation:
 
 class ObservationProcessor:
     """Turns a tool outcome into its history and live forms for one session; ``traits``
-    says what each tool (by name) declares, as ``Toolset.traits`` does."""
+    says what each tool (by name) declares, as ``Toolset.traits`` does; ``shown``, the
+    earlier results history shows whole (``delta.shown_results``), newest first."""
 
     def __init__(
         self,
@@ -60,12 +64,15 @@ class ObservationProcessor:
         mode: HistoryMode,
         externalize: bool,
         traits: Callable[[str], ToolTraits],
+        shown: Callable[[], Sequence[ShownResult]] = tuple,
     ) -> None:
         self._externalizer = externalizer
         self._mode = mode
         self._externalize = externalize
         self._traits = traits
+        self._shown = shown
         self._seen: set[str] = set()
+        self._titles: dict[int, str] = {}  # entry index -> what ran, for a later difference
 
     def process(
         self,
@@ -80,17 +87,22 @@ class ObservationProcessor:
         compressor = self._traits(tool_name).compressor
         kind = observation_kind(tool_name, arguments, outcome, compressor)
         externalized = self._externalize and over_threshold(full, kind)
-        ref: CompressedRef | None = None
+        saved = False
+        self._titles[entry_index] = _title(tool_name, arguments)
         if self._mode == "full":
-            history = full
+            # the shortest view that saves at least half the text: the difference from an
+            # earlier result, or, over the threshold, a ref with its index
+            limit = int(len(full) * REF_VIEW_MAX_SHARE)
+            views = [delta] if (delta := self._delta_view(name, outcome)) is not None else []
             if externalized:
                 ref = self._store(name, full, kind, tool_name, arguments)
-                limit = int(len(full) * REF_VIEW_MAX_SHARE)
-                view = self._ref_view(ref, outcome, limit)
-                if len(view) <= limit:
-                    history = view
-                else:
-                    ref = None  # a ref about as long as the text saves nothing: keep the text
+                views.append(self._ref_view(ref, outcome, limit))
+            history = min(views, key=len, default=full)
+            saved = len(history) <= limit
+            if not saved:
+                history = full  # a view about as long as the text saves nothing
+            elif not externalized:
+                self._store(name, full, kind, tool_name, arguments)
             live = history
         else:
             where = self._externalizer.display_path(name)
@@ -99,6 +111,7 @@ class ObservationProcessor:
             )
             if compressed.cut:
                 ref = self._store(name, full, kind, tool_name, arguments)
+                saved = True
                 history = compressed.text
                 live = self._ref_view(ref, outcome) if externalized else full
             else:
@@ -107,7 +120,7 @@ class ObservationProcessor:
                 history = live = full
         self._seen.update(names_in(history))
         full_ref = None
-        if ref is not None:
+        if saved:
             full_ref = self._externalizer.session_relative(self._externalizer.path_for(name))
         return ProcessedObservation(history, live, full_ref, len(full))
 
@@ -124,20 +137,22 @@ class ObservationProcessor:
             ref.to_json(),
             "Read the full output in parts with file_read (start_line/end_line).",
         ]
-        error: list[str] = []
-        if outcome.status == "error":
-            if outcome.error is not None:
-                error.append(
-                    f'<error code="{outcome.error.code}">\n{outcome.error.message}\n</error>'
-                )
-            else:
-                tail = error_tail(outcome.text, ERROR_TAIL_LINES, chars=ERROR_TAIL_CHARS)
-                error.append(f"<error>\n{tail}\n</error>")
+        error = _error_block(outcome)
         fresh = [n for n in names_in(outcome.text) if n not in self._seen and n not in ref.preview]
         fresh = maximal(fresh, 4 * MAX_INDEXED_NAMES)
         room = None if chars is None else chars - len("\n".join([*head, *error])) - 1
         index = name_list("Names in the full output: ", fresh, MAX_INDEXED_NAMES, room)
         return "\n".join([*head, *([index] if index else []), *error])
+
+    def _delta_view(self, name: str, outcome: ToolOutcome) -> str | None:
+        """The outcome as its difference from the earlier result shown whole that holds
+        most of it, and a failure's message verbatim (R5.1); ``None`` without one."""
+        base = closest(outcome.text, self._shown())
+        if base is None:
+            return None
+        title = self._titles.get(base.index, base.tool_name)
+        where = self._externalizer.display_path(name)
+        return "\n".join([delta_text(base, title, outcome.text, where), *_error_block(outcome)])
 
     def _store(
         self,
@@ -155,6 +170,16 @@ class ObservationProcessor:
             url=_str_arg(arguments, "url") if kind == "webpage" else None,
             query=_str_arg(arguments, "query") if kind == "db" else None,
         )
+
+
+def _error_block(outcome: ToolOutcome) -> list[str]:
+    """A failure's message, or the tail of its text, verbatim (R5.1); nothing on success."""
+    if outcome.status != "error":
+        return []
+    if outcome.error is not None:
+        return [f'<error code="{outcome.error.code}">\n{outcome.error.message}\n</error>']
+    tail = error_tail(outcome.text, ERROR_TAIL_LINES, chars=ERROR_TAIL_CHARS)
+    return [f"<error>\n{tail}\n</error>"]
 
 
 def name_list(label: str, names: Sequence[str], most: int, room: int | None = None) -> str:

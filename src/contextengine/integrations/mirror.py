@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from contextengine.canonical import canonical_json
+from contextengine.compress.delta import shown_results
 from contextengine.compress.externalize import Externalizer, UnrecoverableRef
 from contextengine.compress.observation import ObservationProcessor
 from contextengine.compress.prune import Pruner
@@ -99,6 +101,7 @@ class ContextMirror:
             mode=self._config.effective_history_mode,
             externalize=self._config.flag("externalize"),
             traits=lambda _name: UNDECLARED,
+            shown=partial(shown_results, self.session) if self._config.flag("deltas") else tuple,
         )
         self.pruner = Pruner(self.session, self._config, self.externalizer, self._model)
         self._builder = ContextBuilder(system_prompt="", config=self._config)

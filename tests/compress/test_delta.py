@@ -1,0 +1,153 @@
+"""A result that repeats an earlier one goes into history as its difference from it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contextengine import Config, ScriptedProvider
+from contextengine.agent.loop import Agent
+from contextengine.compress.delta import (
+    DELTA_MIN_CHARS,
+    ShownResult,
+    closest,
+    diff_hunks,
+    shown_results,
+)
+from contextengine.compress.externalize import Externalizer
+from contextengine.compress.observation import ObservationProcessor
+from contextengine.session.entries import PrunedResult, PruneEntry, ToolResultEntry
+from contextengine.session.session import Session
+from contextengine.tools.base import ToolOutcome
+from contextengine.tools.registry import default_toolset
+
+LINES = [f"line {i:02d}: the value of item_{i} is {i * 7}\n" for i in range(30)]
+TEXT = "".join(LINES)
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$")
+
+
+def patched(base: str, hunks: str) -> list[str]:
+    """``base``'s lines with the hunks of ``diff_hunks`` applied (a reader's view of them)."""
+    old = base.splitlines()
+    out: list[str] = []
+    at = 0
+    for line in hunks.splitlines():
+        if match := _HUNK.match(line):
+            start, count = int(match.group(1)), int(match.group(2) or 1)
+            upto = start if count == 0 else start - 1  # a pure insertion comes after ``start``
+            out += old[at:upto]
+            at = upto + count
+        elif line.startswith("+"):
+            out.append(line[1:])
+    return out + old[at:]
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "dd", ""]), max_size=30),
+    st.lists(st.sampled_from(["a", "b", "c", "dd", "e", ""]), max_size=30),
+)
+def test_the_hunks_turn_the_base_into_the_text(base: list[str], text: list[str]) -> None:
+    before, after = "\n".join(base), "\n".join(text)
+    assert patched(before, diff_hunks(before, after)) == after.splitlines()
+
+
+def test_closest_is_the_result_holding_most_of_the_text() -> None:
+    changed = TEXT.replace("item_5 is 35", "item_5 is 36")
+    half = ShownResult(1, "shell_exec", "".join(LINES[:10]), back=2)
+    most = ShownResult(2, "shell_exec", TEXT, back=1)
+    assert closest(changed, [most, half]) == most
+    assert closest(changed, [half]) is None  # a third of its lines: not enough
+    assert closest(changed[: DELTA_MIN_CHARS - 1], [most]) is None  # too short to bother
+
+
+def test_shown_results_skip_results_not_shown_whole(tmp_path: Path) -> None:
+    session = Session.create(tmp_path / "s")
+    whole = session.append(
+        ToolResultEntry(call_id="a", tool_name="t", status="success", content=TEXT)
+    )
+    session.append(
+        ToolResultEntry(call_id="b", tool_name="t", status="success", content="ref", full_ref="x")
+    )
+    pruned = session.append(
+        ToolResultEntry(call_id="c", tool_name="t", status="success", content=TEXT)
+    )
+    session.append(ToolResultEntry(call_id="d", tool_name="t", status="success", content="new"))
+    assert [(r.index, r.back) for r in shown_results(session)] == [(3, 1), (2, 2), (0, 4)]
+    stub = PrunedResult(index=pruned.index, call_id="c", tool_name="t", content="s", full_ref="y")
+    session.append(PruneEntry(results=(stub,)))
+    assert [(r.index, r.back) for r in shown_results(session)] == [(3, 1), (0, 4)]
+    assert shown_results(session, most=1)[0].index == 3
+    assert whole.index == 0
+
+
+def processor(tmp_path: Path, shown: list[ShownResult]) -> ObservationProcessor:
+    externalizer = Externalizer(tmp_path / "artifacts", lambda p: p.name)
+    toolset = default_toolset()
+    return ObservationProcessor(
+        externalizer, mode="full", externalize=True, traits=toolset.traits, shown=lambda: shown
+    )
+
+
+def test_a_failure_told_as_a_difference_keeps_its_message(tmp_path: Path) -> None:
+    long = TEXT * 4  # its last 20 lines, the message kept verbatim, fit in half of it
+    base = ShownResult(0, "shell_exec", long + "Error: boom\n", back=1)
+    failed = ToolOutcome("error", long + "Error: boom again\n")
+    done = processor(tmp_path, [base]).process(5, "shell_exec", {"command": "run"}, failed)
+    assert done.history.startswith("Same output as the previous result (shell_exec) except")
+    assert "<error>\n" in done.history and "Error: boom again\n</error>" in done.history
+    assert (tmp_path / "artifacts" / "5-shell_exec.txt").read_text() == failed.text
+
+
+def test_a_difference_longer_than_half_the_text_is_not_used(tmp_path: Path) -> None:
+    base = ShownResult(0, "shell_exec", TEXT, back=1)
+    other = "".join(line.replace("value", "worth") for line in LINES[:16]) + "".join(LINES[16:])
+    done = processor(tmp_path, [base]).process(5, "shell_exec", {}, ToolOutcome.ok(other))
+    assert done.history == other and done.full_ref is None
+
+
+def _rerun_script() -> list[dict]:
+    def call(name: str, **arguments: object) -> dict:
+        return {"content": "Working.", "tool_calls": [{"name": name, "arguments": arguments}]}
+
+    return [
+        call("file_write", path="data.txt", content=TEXT),
+        call("shell_exec", command="cat data.txt"),
+        call("file_edit", path="data.txt", old_text="item_5 is 35", new_text="item_5 is 36"),
+        call("shell_exec", command="cat data.txt"),
+        {"content": "The value of item_5 is now 36; the rest is unchanged."},
+    ]
+
+
+def _results(
+    tmp_path: Path, config: Config
+) -> tuple[Agent, ScriptedProvider, list[ToolResultEntry]]:
+    provider = ScriptedProvider(_rerun_script())
+    agent = Agent(provider, tmp_path / "ws", config)
+    agent.run("Change item 5 of data.txt to 36.")
+    results = [r.entry for r in agent.session.records if isinstance(r.entry, ToolResultEntry)]
+    return agent, provider, [r for r in results if r.tool_name == "shell_exec"]
+
+
+def test_a_rerun_goes_into_history_as_its_difference(tmp_path: Path) -> None:
+    agent, provider, (first, second) = _results(tmp_path, Config(sandbox=False))
+    assert first.content.startswith(TEXT) and first.full_ref is None
+    assert second.content.startswith(
+        "Same output as the result 2 back (shell_exec cat data.txt) except these lines"
+    )
+    assert second.content.endswith(
+        "@@ -6 +6 @@\n-line 05: the value of item_5 is 35\n+line 05: the value of item_5 is 36"
+    )
+    assert second.full_ref is not None
+    saved = agent.session_dir / second.full_ref
+    assert saved.read_text() == first.content.replace("item_5 is 35", "item_5 is 36")
+    assert str(saved.name) in second.content  # the model is told where the whole text is
+    last = provider.requests[-1].messages
+    assert any(m.get("content", "").endswith("item_5 is 36") for m in last if m["role"] == "tool")
+
+
+def test_deltas_off_keeps_a_rerun_whole(tmp_path: Path) -> None:
+    _, _, (_, second) = _results(tmp_path, Config(sandbox=False, deltas=False))
+    assert second.content.startswith(TEXT.replace("item_5 is 35", "item_5 is 36"))
