@@ -2,8 +2,10 @@
 
 History gets the per-tool compressed form (or the full text in ``full`` mode); the model's
 live view gets the full text, or a ``compressed_ref`` with a preview when the text is over
-its kind's threshold. Whenever either is not the full text, the full text is saved to the
-artifacts first (R3.3). An error's message is kept verbatim in both (R5.1).
+its kind's threshold. In ``full`` mode an output that repeats most of an earlier result
+history shows whole may instead go in as its difference from it (``delta``). Whenever
+either is not the full text, the full text is saved to the artifacts first (R3.3). An
+error's message is kept verbatim in both (R5.1).
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ ERROR_TAIL_CHARS = 3000  # a saved failure's view keeps at most this much of its
 TITLE_CHARS = 120
 _TITLE_ARGS = ("path", "file_path", "pattern", "command", "url", "query")
 MAX_INDEXED_NAMES = 200
-REF_VIEW_MAX_SHARE = (
-    0.5  # in full mode, a shortened view longer than this share of the text is not used
-)
+# in full mode, a shortened view (a ref, a difference) longer than this share of the text
+# is not used
+REF_VIEW_MAX_SHARE = 0.5
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{5,}")
 _CODE_LIKE = re.compile(r"[_./\-0-9]|[a-z][A-Z]")
 # Zipf 4.5 is about 30 uses a million words: the 3,000 or so most frequent English words,
