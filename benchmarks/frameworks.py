@@ -10,12 +10,13 @@ logged bodies (``fwbench/cost.py``): cached = the leading part equal to the same
 previous request, cost = uncached chars + 0.1 x cached chars; tokens are o200k.
 
 The peers run as subprocesses in ``.venv-peers`` (pinned in
-``benchmarks/frameworks-requirements.txt``; ``--install`` creates it), one driver script
+``benchmarks/frameworks-requirements.txt``; ``--install`` creates it, or updates it once
+contextengine's dependencies changed), one driver script
 each (``fwbench/drivers/``), telemetry and tracing off. pydantic-ai, openai-agents and
 LangChain also run with contextengine's integration for them (``<framework>+contextengine``,
 the checkout's ``src`` first on their path); ``--big-notes`` runs the task with one big output.
 
-    python benchmarks/frameworks.py --install     # first time: create .venv-peers
+    python benchmarks/frameworks.py --install     # first time (and after a dependency change)
     python benchmarks/frameworks.py [--json] [--only plain-chat,contextengine]
 """
 
@@ -252,7 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     parser.add_argument("--only", help="comma-separated setup names (default: all)")
-    parser.add_argument("--install", action="store_true", help=f"first create {PEERS_VENV}")
+    parser.add_argument(
+        "--install", action="store_true", help=f"first create or update {PEERS_VENV}"
+    )
     parser.add_argument("--keep", type=Path, help="work folder to keep (workspaces, sessions)")
     parser.add_argument("--dump", type=Path, help="write every request body to DIR/<setup>.jsonl")
     parser.add_argument(
@@ -266,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown setups {unknown}; known: {[s.name for s in SETUPS]}")
     setups = [s for s in SETUPS if s.name in wanted]
-    if args.install and peers_python() is None:
+    if args.install:
         install_peers()
     python = peers_python()
     if python is None and any(s.driver for s in setups):
