@@ -130,6 +130,12 @@ def test_full_mode_keeps_the_full_text_or_the_ref(h: Harness) -> None:
     assert obs.full_ref == "artifacts/2-shell_exec.txt"
 
 
+def test_full_mode_saves_nothing_for_an_empty_output(h: Harness) -> None:
+    obs = h.processor("full").process(3, "shell_exec", {"command": "true"}, ToolOutcome.ok(""))
+    assert (obs.history, obs.full_ref) == ("", None)
+    assert h.artifacts() == []
+
+
 def test_full_mode_without_externalizing_is_pure_append(h: Harness) -> None:
     args, big = h.run("shell_exec", command=BIG)
     obs = h.processor("full", externalize=False).process(2, "shell_exec", args, big)

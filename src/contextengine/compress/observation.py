@@ -99,12 +99,12 @@ class ObservationProcessor:
             if externalized:
                 ref = self._store(name, full, kind, tool_name, arguments)
                 views.append(self._ref_view(ref, outcome, limit))
-            history = min(views, key=len, default=full)
-            saved = len(history) <= limit
-            if not saved:
-                history = full  # a view about as long as the text saves nothing
-            elif not externalized:
-                self._store(name, full, kind, tool_name, arguments)
+            if views and len(shortest := min(views, key=len)) <= limit:
+                history, saved = shortest, True
+                if not externalized:
+                    self._store(name, full, kind, tool_name, arguments)
+            else:
+                history = full  # no view, or one about as long as the text: it saves nothing
             live = history
         else:
             where = self._externalizer.display_path(name)
