@@ -85,7 +85,7 @@ def diff_hunks(base: str, text: str) -> str:
 def delta_text(base: ShownResult, title: str, text: str, path: str) -> str:
     """``text`` as its difference from ``base`` (``title``: what ran to produce it)."""
     which = "the previous result" if base.back == 1 else f"the result {base.back} back"
-    what = f"{which} ({title})" if title else which
+    what = f"{which} ({title})"
     hunks = diff_hunks(base.text, text)
     if not hunks:
         return f"Same output as {what}. Saved at {path}."
