@@ -92,7 +92,7 @@ def processor(tmp_path: Path, shown: list[ShownResult]) -> ObservationProcessor:
 
 
 def test_a_failure_told_as_a_difference_keeps_its_message(tmp_path: Path) -> None:
-    long = TEXT * 4  # its last 20 lines, the message kept verbatim, fit in half of it
+    long = TEXT * 4  # its last 20 lines, the message kept verbatim, fit in its share of it
     base = ShownResult(0, "shell_exec", long + "Error: boom\n", back=1)
     failed = ToolOutcome("error", long + "Error: boom again\n")
     done = processor(tmp_path, [base]).process(5, "shell_exec", {"command": "run"}, failed)
@@ -101,7 +101,7 @@ def test_a_failure_told_as_a_difference_keeps_its_message(tmp_path: Path) -> Non
     assert (tmp_path / "artifacts" / "5-shell_exec.txt").read_text() == failed.text
 
 
-def test_a_difference_longer_than_half_the_text_is_not_used(tmp_path: Path) -> None:
+def test_a_difference_longer_than_its_share_of_the_text_is_not_used(tmp_path: Path) -> None:
     base = ShownResult(0, "shell_exec", TEXT, back=1)
     other = "".join(line.replace("value", "worth") for line in LINES[:16]) + "".join(LINES[16:])
     done = processor(tmp_path, [base]).process(5, "shell_exec", {}, ToolOutcome.ok(other))

@@ -28,14 +28,14 @@ ERROR_TAIL_LINES = 20
 ERROR_TAIL_CHARS = 3000  # a saved failure's view keeps at most this much of its tail verbatim
 TITLE_CHARS = 120
 _TITLE_ARGS = ("path", "file_path", "pattern", "command", "url", "query")
-MAX_INDEXED_NAMES = 200
+MAX_INDEXED_NAMES = 600
 # in full mode, a shortened view (a ref, a difference) longer than this share of the text
 # is not used
-REF_VIEW_MAX_SHARE = 0.5
+REF_VIEW_MAX_SHARE = 0.6
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{5,}")
 _CODE_LIKE = re.compile(r"[_./\-0-9]|[a-z][A-Z]")
 # Zipf 4.5 is about 30 uses a million words: the 3,000 or so most frequent English words,
-# which say nothing about what a text holds, are at or above it.
+# which say least about what a text holds, are at or above it and listed last.
 COMMON_WORD_ZIPF = 4.5
 
 
@@ -92,7 +92,7 @@ class ObservationProcessor:
         saved = False
         self._titles[entry_index] = _title(tool_name, arguments)
         if self._mode == "full":
-            # the shortest view that saves at least half the text: the difference from an
+            # the shortest view that saves at least 40% of the text: the difference from an
             # earlier result, or, over the threshold, a ref with its index
             limit = int(len(full) * REF_VIEW_MAX_SHARE)
             views = [delta] if (delta := self._delta_view(name, outcome)) is not None else []
@@ -223,18 +223,22 @@ def names_in(text: str) -> list[str]:
     """The names of 6+ characters a reader may look for in ``text``: first those that look
     like code (paths, dotted names, snake_case, kebab-case, CamelCase, names with digits),
     then the words that are not common English (``getattr``, ``tokenizer``, a product's
-    name), each in order of appearance."""
+    name), then the common ones (an agent quotes a document's own words), each in order of
+    appearance."""
     code: dict[str, None] = {}
-    words: dict[str, None] = {}
+    rare: dict[str, None] = {}
+    common: dict[str, None] = {}
     for match in _NAME.finditer(text):
         name = match.group(0).rstrip("./-")
         if len(name) < 6:
             continue
         if _CODE_LIKE.search(name):
             code.setdefault(name, None)
-        elif not common_word(name):
-            words.setdefault(name, None)
-    return [*code, *words]
+        elif common_word(name):
+            common.setdefault(name, None)
+        else:
+            rare.setdefault(name, None)
+    return [*code, *rare, *common]
 
 
 @lru_cache(maxsize=65_536)
