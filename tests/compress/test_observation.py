@@ -207,8 +207,8 @@ def test_full_mode_fits_the_index_into_its_share_of_the_text(h: Harness) -> None
     listed, more = index.rsplit(" (and ", 1)
     preview = _ref_of(obs.history).preview
     fresh = [n for n in names.split() if n not in preview]
-    assert listed.split(", ") == fresh[: len(listed.split(", "))], "the first names, in order"
-    assert more == f"{len(fresh) - len(listed.split(', '))} more)"
+    assert listed.split(" ") == fresh[: len(listed.split(" "))], "the first names, in order"
+    assert more == f"{len(fresh) - len(listed.split(' '))} more)"
 
 
 def test_full_mode_keeps_a_text_whose_ref_would_be_about_as_long(h: Harness) -> None:
@@ -251,7 +251,7 @@ def test_the_index_leaves_out_names_inside_longer_listed_ones(h: Harness) -> Non
     listing = ("drwxr-xr-x 2 root root 4096 " + line for p in paths for line in (p, "LC_MESSAGES"))
     text = "\n".join([*(p.rsplit("/", 1)[0] for p in paths), *listing])
     obs = h.processor("full").process(1, "Bash", {"command": "ls -R"}, ToolOutcome.ok(text))
-    index = obs.live.split("Names in the full output: ", 1)[1].split(", ")
+    index = obs.live.split("Names in the full output: ", 1)[1].split(" ")
     listed = [p for p in paths if p not in _ref_of(obs.live).preview]
     assert index == listed, "each directory and LC_MESSAGES are inside a listed path"
     assert all(name in obs.live for name in names_in(text)), "every name is still findable"

@@ -186,19 +186,21 @@ def _error_block(outcome: ToolOutcome) -> list[str]:
 
 def name_list(label: str, names: Sequence[str], most: int, room: int | None = None) -> str:
     """``label`` and the first of ``names`` (at most ``most``, and within ``room``
-    characters when given), saying how many it leaves out; empty when none fits."""
+    characters when given), saying how many it leaves out; empty when none fits.
+
+    Names hold no spaces, so a space parts them: a comma would add a token to each."""
     budget = None if room is None else room - len(label) - len(" (and 99999 more)")
     shown: list[str] = []
     used = 0
     for name in names[:most]:
-        used += len(name) + 2 * bool(shown)
+        used += len(name) + bool(shown)
         if budget is not None and used > budget:
             break
         shown.append(name)
     if not shown:
         return ""
     more = f" (and {len(names) - len(shown)} more)" if len(names) > len(shown) else ""
-    return f"{label}{', '.join(shown)}{more}"
+    return f"{label}{' '.join(shown)}{more}"
 
 
 def artifact_name(entry_index: int, tool_name: str) -> str:
