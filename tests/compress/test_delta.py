@@ -19,10 +19,18 @@ from contextengine.compress.delta import (
 )
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import ObservationProcessor
-from contextengine.session.entries import PrunedResult, PruneEntry, ToolResultEntry
+from contextengine.session.entries import (
+    AssistantEntry,
+    PrunedCall,
+    PrunedResult,
+    PruneEntry,
+    ToolCallRecord,
+    ToolResultEntry,
+)
 from contextengine.session.session import Session
 from contextengine.tools.base import ToolOutcome
 from contextengine.tools.registry import default_toolset
+from contextengine.types import ToolCall
 
 LINES = [f"line {i:02d}: the value of item_{i} is {i * 7}\n" for i in range(30)]
 TEXT = "".join(LINES)
@@ -81,6 +89,35 @@ def test_shown_results_skip_results_not_shown_whole(tmp_path: Path) -> None:
     assert [(r.index, r.back) for r in shown_results(session)] == [(3, 1), (0, 4)]
     assert shown_results(session, most=1)[0].index == 3
     assert whole.index == 0
+
+
+def test_shown_results_carry_the_call_as_made_even_when_its_reply_was_pruned(
+    tmp_path: Path,
+) -> None:
+    session = Session.create(tmp_path / "s")
+    command = '{"command":"cat data.txt"}'
+    call = ToolCallRecord(id="c1", name="shell_exec", arguments_json=command)
+    reply = session.append(AssistantEntry(text="Reading.", tool_calls=(call,)))
+    session.append(
+        ToolResultEntry(call_id="c1", tool_name="shell_exec", status="success", content=TEXT)
+    )
+    stubbed = call.model_copy(update={"arguments_json": '{"command":"[pruned]"}'})
+    pruned = AssistantEntry(text="Reading.", tool_calls=(stubbed,))
+    session.append(
+        PruneEntry(results=(), calls=(PrunedCall(index=reply.index, assistant=pruned, refs=()),))
+    )
+    (shown,) = shown_results(session)
+    assert shown.call is not None and shown.call.arguments() == {"command": "cat data.txt"}
+
+
+def test_a_difference_names_what_ran_from_history_alone(tmp_path: Path) -> None:
+    call = ToolCall("c1", "shell_exec", '{"command":"cat data.txt"}')
+    base = ShownResult(0, "shell_exec", TEXT, back=1, call=call)
+    changed = ToolOutcome.ok(TEXT.replace("item_5 is 35", "item_5 is 36"))
+    done = processor(tmp_path, [base]).process(
+        5, "shell_exec", {"command": "cat data.txt"}, changed
+    )
+    assert done.history.startswith("Same output as the previous result (shell_exec cat data.txt)")
 
 
 def processor(tmp_path: Path, shown: list[ShownResult]) -> ObservationProcessor:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contextengine.session.entries import ToolResultEntry
+from contextengine.session.entries import AssistantEntry, ToolResultEntry
 from contextengine.session.session import Session
+from contextengine.types import ToolCall
 
 DELTA_WINDOW = 20  # the newest results shown whole a difference may be taken from
 DELTA_MIN_CHARS = 300  # a shorter result stays as it is: its difference would save too little
@@ -26,35 +27,39 @@ DELTA_MIN_SHARED = 0.5  # the share of a result's characters a base must already
 
 @dataclass(frozen=True)
 class ShownResult:
-    """An earlier tool result history shows whole: its log index, tool, text, and how
-    many tool results back it is (1: the previous one)."""
+    """An earlier tool result history shows whole: its log index, tool, text, how many
+    tool results back it is (1: the previous one), and the call as made (``None`` when
+    history no longer holds it)."""
 
     index: int
     tool_name: str
     text: str
     back: int
+    call: ToolCall | None = None
 
 
 def shown_results(session: Session, most: int = DELTA_WINDOW) -> list[ShownResult]:
     """The newest ``most`` tool results ``session``'s history shows whole, newest first."""
-    return list(_shown(session, most))
-
-
-def _shown(session: Session, most: int) -> Iterator[ShownResult]:
-    back = 0
-    found = 0
     records = session.records
+    found: list[tuple[int, ToolResultEntry, int]] = []  # log index, result, how far back
+    calls: dict[str, ToolCall] = {}
+    back = 0
     for record in reversed(session.live):
-        entry = record.entry
-        if not isinstance(entry, ToolResultEntry):
-            continue
-        back += 1
-        # a pruned or compacted result's live record is a stand-in, not the one appended
-        if entry.full_ref is None and records[record.index] is record:
-            yield ShownResult(record.index, entry.tool_name, entry.content, back)
-            found += 1
-            if found == most:
-                return
+        entry, appended = record.entry, records[record.index]
+        if isinstance(entry, AssistantEntry) and isinstance(appended.entry, AssistantEntry):
+            # the calls as made: a pruned reply's stand-in has its long arguments stubbed
+            calls.update((c.id, c.as_call()) for c in appended.entry.tool_calls)
+            if len(found) == most and all(result.call_id in calls for _, result, _ in found):
+                break
+        elif isinstance(entry, ToolResultEntry) and len(found) < most:
+            back += 1
+            # a pruned or compacted result's live record is a stand-in, not the one appended
+            if entry.full_ref is None and appended is record:
+                found.append((record.index, entry, back))
+    return [
+        ShownResult(index, result.tool_name, result.content, back, calls.get(result.call_id))
+        for index, result, back in found
+    ]
 
 
 def closest(text: str, earlier: Sequence[ShownResult]) -> ShownResult | None:

@@ -74,7 +74,6 @@ class ObservationProcessor:
         self._traits = traits
         self._shown = shown
         self._seen: set[str] = set()
-        self._titles: dict[int, str] = {}  # entry index -> what ran, for a later difference
 
     def process(
         self,
@@ -90,7 +89,6 @@ class ObservationProcessor:
         kind = observation_kind(tool_name, arguments, outcome, compressor)
         externalized = self._externalize and over_threshold(full, kind)
         saved = False
-        self._titles[entry_index] = _title(tool_name, arguments)
         if self._mode == "full":
             # the shortest view that saves at least 40% of the text: the difference from an
             # earlier result, or, over the threshold, a ref with its index
@@ -152,7 +150,7 @@ class ObservationProcessor:
         base = closest(outcome.text, self._shown())
         if base is None:
             return None
-        title = self._titles.get(base.index, base.tool_name)
+        title = _title(base.tool_name, base.call.arguments_or_empty() if base.call else {})
         where = self._externalizer.display_path(name)
         return "\n".join([delta_text(base, title, outcome.text, where), *_error_block(outcome)])
 
