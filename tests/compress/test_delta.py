@@ -18,7 +18,7 @@ from contextengine.compress.delta import (
     shown_results,
 )
 from contextengine.compress.externalize import Externalizer
-from contextengine.compress.observation import ObservationProcessor
+from contextengine.compress.observation import SAME_FAILURE, ObservationProcessor
 from contextengine.session.entries import (
     AssistantEntry,
     PrunedCall,
@@ -82,8 +82,9 @@ def test_shown_results_skip_results_not_shown_whole(tmp_path: Path) -> None:
     pruned = session.append(
         ToolResultEntry(call_id="c", tool_name="t", status="success", content=TEXT)
     )
-    session.append(ToolResultEntry(call_id="d", tool_name="t", status="success", content="new"))
+    session.append(ToolResultEntry(call_id="d", tool_name="t", status="error", content="new"))
     assert [(r.index, r.back) for r in shown_results(session)] == [(3, 1), (2, 2), (0, 4)]
+    assert [r.failed for r in shown_results(session)] == [True, False, False]
     stub = PrunedResult(index=pruned.index, call_id="c", tool_name="t", content="s", full_ref="y")
     session.append(PruneEntry(results=(stub,)))
     assert [(r.index, r.back) for r in shown_results(session)] == [(3, 1), (0, 4)]
@@ -138,6 +139,18 @@ def test_a_failure_told_as_a_difference_keeps_its_message(tmp_path: Path) -> Non
     assert (tmp_path / "artifacts" / "5-shell_exec.txt").read_text() == failed.text
 
 
+def test_a_failure_after_a_failure_points_to_its_error_instead_of_repeating_it(
+    tmp_path: Path,
+) -> None:
+    long = TEXT * 4
+    base = ShownResult(0, "shell_exec", long + "Error: boom\nin 0.21 s\n", back=2, failed=True)
+    failed = ToolOutcome("error", long + "Error: boom\nin 0.27 s\n")
+    done = processor(tmp_path, [base]).process(5, "shell_exec", {"command": "run"}, failed)
+    assert done.history.endswith(f"-in 0.21 s\n+in 0.27 s\n{SAME_FAILURE}")
+    assert "<error>" not in done.history
+    assert (tmp_path / "artifacts" / "5-shell_exec.txt").read_text() == failed.text
+
+
 def test_a_difference_longer_than_its_share_of_the_text_is_not_used(tmp_path: Path) -> None:
     base = ShownResult(0, "shell_exec", TEXT, back=1)
     other = "".join(line.replace("value", "worth") for line in LINES[:16]) + "".join(LINES[16:])
@@ -183,6 +196,44 @@ def test_a_rerun_goes_into_history_as_its_difference(tmp_path: Path) -> None:
     assert str(saved.name) in second.content  # the model is told where the whole text is
     last = provider.requests[-1].messages
     assert any(m.get("content", "").endswith("item_5 is 36") for m in last if m["role"] == "tool")
+
+
+def test_a_command_failing_again_the_same_way_goes_in_as_its_difference(
+    tmp_path: Path,
+) -> None:
+    def run(command: str) -> dict:
+        return {
+            "content": "Testing.",
+            "tool_calls": [{"name": "shell_exec", "arguments": {"command": command}}],
+        }
+
+    failing = "cat data.txt; date +%N >&2; exit 3"
+    provider = ScriptedProvider(
+        [
+            {
+                "content": "Data.",
+                "tool_calls": [
+                    {"name": "file_write", "arguments": {"path": "data.txt", "content": TEXT}}
+                ],
+            },
+            run(failing),
+            run(failing),
+            {"content": "It fails the same way twice."},
+        ]
+    )
+    agent = Agent(provider, tmp_path / "ws", Config(sandbox=False))
+    agent.run("Run the check twice.")
+    first, second = [
+        r.entry
+        for r in agent.session.records
+        if isinstance(r.entry, ToolResultEntry) and r.entry.tool_name == "shell_exec"
+    ]
+    assert first.status == second.status == "error"
+    assert first.content.startswith(TEXT) and "[exit code 3]" in first.content
+    assert second.content.startswith("Same output as the previous result (shell_exec cat data")
+    assert second.content.endswith(SAME_FAILURE) and "<error" not in second.content
+    assert second.full_ref is not None
+    assert (agent.session_dir / second.full_ref).read_text().endswith("[exit code 3]")
 
 
 def test_deltas_off_keeps_a_rerun_whole(tmp_path: Path) -> None:

@@ -28,14 +28,15 @@ DELTA_MIN_SHARED = 0.5  # the share of a result's characters a base must already
 @dataclass(frozen=True)
 class ShownResult:
     """An earlier tool result history shows whole: its log index, tool, text, how many
-    tool results back it is (1: the previous one), and the call as made (``None`` when
-    history no longer holds it)."""
+    tool results back it is (1: the previous one), the call as made (``None`` when
+    history no longer holds it), and whether it failed (its error is then in ``text``)."""
 
     index: int
     tool_name: str
     text: str
     back: int
     call: ToolCall | None = None
+    failed: bool = False
 
 
 def shown_results(session: Session, most: int = DELTA_WINDOW) -> list[ShownResult]:
@@ -57,7 +58,14 @@ def shown_results(session: Session, most: int = DELTA_WINDOW) -> list[ShownResul
             if entry.full_ref is None and appended is record:
                 found.append((record.index, entry, back))
     return [
-        ShownResult(index, result.tool_name, result.content, back, calls.get(result.call_id))
+        ShownResult(
+            index,
+            result.tool_name,
+            result.content,
+            back,
+            calls.get(result.call_id),
+            failed=result.status == "error",
+        )
         for index, result, back in found
     ]
 

@@ -5,7 +5,8 @@ live view gets the full text, or a ``compressed_ref`` with a preview when the te
 its kind's threshold. In ``full`` mode an output that repeats most of an earlier result
 history shows whole may instead go in as its difference from it (``delta``). Whenever
 either is not the full text, the full text is saved to the artifacts first (R3.3). An
-error's message is kept verbatim in both (R5.1).
+error's message is kept verbatim in both (R5.1), or, in a difference from an earlier
+failure, in that failure's text.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from contextengine.tools.traits import Compressor, ToolTraits
 ERROR_TAIL_LINES = 20
 ERROR_TAIL_CHARS = 3000  # a saved failure's view keeps at most this much of its tail verbatim
 TITLE_CHARS = 120
+SAME_FAILURE = "It failed as that result did: its error is there, changed only as shown."
 _TITLE_ARGS = ("path", "file_path", "pattern", "command", "url", "query")
 MAX_INDEXED_NAMES = 600
 # in full mode, a shortened view (a ref, a difference) longer than this share of the text
@@ -146,13 +148,21 @@ class ObservationProcessor:
 
     def _delta_view(self, name: str, outcome: ToolOutcome) -> str | None:
         """The outcome as its difference from the earlier result shown whole that holds
-        most of it, and a failure's message verbatim (R5.1); ``None`` without one."""
+        most of it, and a failure's message verbatim (R5.1); ``None`` without one.
+
+        When that result failed too, its output is in history verbatim, error included,
+        and every line that changed is in the difference, so a failed command's output is
+        said to be that one's instead of repeated: a test run that fails again the same way
+        costs its few changed lines."""
         base = closest(outcome.text, self._shown())
         if base is None:
             return None
         title = _title(base.tool_name, base.call.arguments_or_empty() if base.call else {})
         where = self._externalizer.display_path(name)
-        return "\n".join([delta_text(base, title, outcome.text, where), *_error_block(outcome)])
+        error = _error_block(outcome)
+        if error and base.failed:
+            error = [SAME_FAILURE]
+        return "\n".join([delta_text(base, title, outcome.text, where), *error])
 
     def _store(
         self,
