@@ -177,18 +177,22 @@ def test_undeclared_tools_are_no_plan_tools(tmp_path: Path) -> None:
     assert ctx.memory.plan().steps == ()
 
 
-def test_without_a_plan_tool_only_the_first_request_ends_with_the_status(tmp_path: Path) -> None:
+def test_without_a_plan_tool_a_status_names_the_memory_folder_once_findings_are_asked_for(
+    tmp_path: Path,
+) -> None:
     provider = ScriptedProvider([_step("peek"), _step("peek"), {"content": "Nothing new here."}])
     Agent(provider, tmp_path / "ws", Config(), tools=Toolset([_Peek()])).run("Look around.")
-    last = [r.messages[-1] for r in provider.requests if r.purpose == "main"]
-    assert last[0]["content"].startswith("## Task status\nMemory files: ")
-    assert "Objective" not in last[0]["content"], "the task, just before, states it"
-    assert "No plan yet." not in last[0]["content"], "no tool of the session writes a plan"
-    assert last[1]["role"] == "tool", "no line repeating nothing new"
-    assert last[2]["content"] == (
+    requests = [r.messages for r in provider.requests if r.purpose == "main"]
+    assert requests[0][-1]["content"] == "Look around.", "nothing to recite: the task was just said"
+    assert requests[1][-1]["role"] == "tool", "no line repeating nothing new"
+    reminder, status = requests[2][-2:]
+    assert reminder["content"] == (
         "<system-reminder>\n2-action rule: record what your last two reads taught you in "
         "findings.md.\n</system-reminder>"
     ), "the 2-action rule names no tool the session lacks"
+    assert status["content"].startswith("## Task status\nObjective: Look around.\nMemory files: ")
+    assert status["content"].endswith("/ task_plan.md, findings.md, progress.md.")
+    assert "No plan yet." not in status["content"], "no tool of the session writes a plan"
 
     with_plan = ScriptedProvider([_step("peek"), {"content": "Nothing new here."}])
     todo_write = default_toolset().get("todo_write")

@@ -99,7 +99,9 @@ class RuleHarness:
         return self._merge(rule.before_step(step) for rule in self.rules)
 
     def task_status(self) -> str | None:
-        """Objective, steps and current focus, from the plan."""
+        """Objective, steps and current focus, from the plan (the reminders just appended
+        counted: the 2-action rule's is when the tail names the memory files' folder)."""
+        self._sync()
         return next((s for rule in self.rules if (s := rule.task_status()) is not None), None)
 
     def before_tool(self, call: ToolCall) -> HookResult:

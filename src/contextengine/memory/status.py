@@ -138,7 +138,8 @@ class TailRecital:
         history holds it verbatim).
         ``just_written``: the model's own plan call, the message before, changed the plan:
         the steps are in view, so the change counts as recited. ``where``: the folder of
-        the memory files, named with the session's first recital and a turn's.
+        the memory files, named with the first recital it is given to and a turn's (a
+        session that cannot plan gives it once it asks the model to use the files).
         ``objective_is_request``: the objective is the turn's request, so a turn's first
         request, which ends with that message, leaves it out (recited all the same)."""
         full = task_status(plan, first_user_text, plannable=self._plannable)
@@ -147,20 +148,23 @@ class TailRecital:
         opening = self._turn_started
         turn_due, self._turn_started = opening and stale and recitable, False
         periodic = plan.current_index is not None and stale
-        due = iteration == self._full_at or periodic or turn_due
-        if just_written and full != self._full:
+        naming = where is not None and self._named_at is None
+        due = iteration == self._full_at or periodic or turn_due or naming
+        if just_written and full != self._full and not naming:
             self._full, self._full_at = full, iteration
             return None
         if full != self._full or due:
-            if self._named_at is None or turn_due:
-                self._named_at = iteration
             self._full, self._full_at = full, iteration
-            memory = f"\nMemory files: {where}/ {MEMORY_NAMES}" if where else ""
             said = (
                 task_status(plan, first_user_text, plannable=self._plannable, objective=False)
                 if opening and objective_is_request
                 else full
             )
+            if said == HEADING and not errors and where is None:
+                return None  # a session that cannot plan, right after its request
+            if naming or (turn_due and where is not None):
+                self._named_at = iteration
+            memory = f"\nMemory files: {where}/ {MEMORY_NAMES}" if where else ""
             return said + errors_block(errors) + (memory if iteration == self._named_at else "")
         return None
 

@@ -47,6 +47,15 @@ class TaskStatusTail(Rule):
             state.iterations,
             errors,
             just_written=state.plan_just_written,
-            where=self.ctx.workspace.display(self.ctx.session.directory),
+            where=self._memory_folder(),
             objective_is_request=not plan.goal and objective_text == self._request,
         )
+
+    def _memory_folder(self) -> str | None:
+        """The memory files' folder, for the tail to name: from the start in a session
+        that can plan; in one that cannot (no tool of it writes the plan), once the
+        2-action rule asks the model to record findings in ``findings.md``. Named before,
+        it would cost a tail on the run's first request, and be out of view by then."""
+        if not (self.ctx.plannable or self.ctx.state.two_action_given):
+            return None
+        return self.ctx.workspace.display(self.ctx.session.directory)
