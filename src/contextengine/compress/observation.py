@@ -92,8 +92,8 @@ class ObservationProcessor:
         externalized = self._externalize and over_threshold(full, kind)
         saved = False
         if self._mode == "full":
-            # the shortest view that saves at least 40% of the text: the difference from an
-            # earlier result, or, over the threshold, a ref with its index
+            # the shortest view at most REF_VIEW_MAX_SHARE of the text: the difference from
+            # an earlier result, or, over the threshold, a ref with its index
             limit = int(len(full) * REF_VIEW_MAX_SHARE)
             views = [delta] if (delta := self._delta_view(name, outcome)) is not None else []
             if externalized:
