@@ -224,6 +224,11 @@ def test_the_index_holds_uncommon_words_after_code_names_and_common_ones_last() 
     assert names_in(text) == ["parse_args", "getattr", "tokenizer", "approach"]
 
 
+def test_a_name_keeps_its_trailing_slash_and_loses_a_full_stop() -> None:
+    text = "See https://example.org/docs/guide/ and the build_dir/. Then run setup_tool."
+    assert names_in(text) == ["example.org/docs/guide/", "build_dir/", "setup_tool"]
+
+
 def test_foreign_read_counts_as_a_file(h: Harness) -> None:
     text = "".join(f"{i:>6}\tsome code here\n" for i in range(180))
     assert 3000 < len(text) < 5000

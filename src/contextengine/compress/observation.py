@@ -234,12 +234,13 @@ def names_in(text: str) -> list[str]:
     like code (paths, dotted names, snake_case, kebab-case, CamelCase, names with digits),
     then the words that are not common English (``getattr``, ``tokenizer``, a product's
     name), then the common ones (an agent quotes a document's own words), each in order of
-    appearance."""
+    appearance. A sentence's full stop is not part of a name; a folder's slash is."""
     code: dict[str, None] = {}
     rare: dict[str, None] = {}
     common: dict[str, None] = {}
     for match in _NAME.finditer(text):
-        name = match.group(0).rstrip("./-")
+        # a trailing "/" stays: a folder or a URL is looked for as written ("docs/")
+        name = match.group(0).rstrip(".-")
         if len(name) < 6:
             continue
         if _CODE_LIKE.search(name):
