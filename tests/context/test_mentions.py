@@ -19,6 +19,15 @@ def test_trailing_sentence_period_is_not_part_of_the_path():
     assert find_mentions("Look at @src/utils/auth.ts.") == ["src/utils/auth.ts"]
 
 
+def test_fenced_code_holds_no_mentions():
+    text = (
+        "Fails after @src/schema.py changed:\n```python\n@validates('x')\ndef f(): ...\n```\n"
+        "~~~~\n@Override\n~~~\nstill code\n~~~~~\nSee @notes.md\n```\n@unclosed.py"
+    )
+    assert find_mentions(text) == ["src/schema.py", "notes.md"]
+    assert find_mentions("inline `@a.py` counts") == ["a.py"]
+
+
 def test_no_spaces_and_no_non_ascii():
     assert find_mentions("@my file.txt") == ["my"]
     assert find_mentions("@文件.txt") == []

@@ -1,6 +1,7 @@
 """``@file`` mentions in user input (R7.5, seed 003 A7/C3).
 
 A mention only adds a reminder to read the file; the file's content is never injected.
+An ``@`` inside a fenced code block is code (a decorator, an annotation), not a mention.
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ import re
 
 MENTION_PATTERN = re.compile(r"(?<![a-zA-Z0-9])@([a-zA-Z0-9/._-]+(?:\.[a-zA-Z0-9]+)?)")
 MAX_MENTIONS = 5
+# a CommonMark code fence: ``` or ~~~ (3 or more), to a closing run of the same, or the end
+_FENCED_BLOCK = re.compile(
+    r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1(?:`*|~*)[ \t]*$|\Z)", re.M | re.S
+)
 
 _REMINDER = (
     "<system-reminder>\n"
@@ -22,10 +27,11 @@ _MORE = "<system-reminder>\n(and {count} more…)\n</system-reminder>"
 def find_mentions(text: str) -> list[str]:
     """Return the mentioned paths in order of first appearance, without duplicates.
 
-    A trailing sentence period is not part of a path ("see @a.py." mentions ``a.py``).
+    A trailing sentence period is not part of a path ("see @a.py." mentions ``a.py``);
+    fenced code blocks hold none (Python's ``@property``, Java's ``@Override``).
     """
     seen: dict[str, None] = {}
-    for match in MENTION_PATTERN.finditer(text):
+    for match in MENTION_PATTERN.finditer(_FENCED_BLOCK.sub("\n", text)):
         path = match.group(1).rstrip(".")
         if path and path not in seen:
             seen[path] = None
