@@ -9,6 +9,7 @@ from contextengine import Config, ReminderEntry, ScriptedProvider
 from contextengine.agent.events import HumanQuestion, MemoryUpdate
 from contextengine.agent.hooks import NullHarness
 from contextengine.agent.loop import Agent
+from contextengine.errors import BadRequestError
 from contextengine.memory.reboot import REBOOT_NOTICE, REBOOT_QUESTIONS
 from contextengine.session.entries import (
     AssistantEntry,
@@ -461,3 +462,33 @@ def test_a_plan_finished_before_the_turn_is_not_the_new_turn_plan(tmp_path):
     assert second_turn == f"{TAIL_HEADING}\nNo plan yet.", "the turn's request, just before"
     assert tails[3] == "No plan yet."
     assert tails[4] == "Focus: step 1", "the model's new plan is the turn's plan"
+
+
+def test_a_task_left_unanswered_stands_before_the_next_request_and_is_not_recited_there(
+    tmp_path,
+):
+    replies = iter(
+        [
+            BadRequestError("the provider refused it", status=400),
+            step(todo(("Fix it", "in_progress"))),
+            *[step(call("file_ls")) for _ in range(5)],
+            {"content": "Fixed, as the plan said; the listing shows the new file."},
+        ]
+    )
+
+    def script(request):
+        reply = next(replies)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    agent, provider = make_agent(tmp_path, script)
+    assert agent.run("Fix the parser.").status == "error"
+    assert agent.run("Please go on.").status == "completed"
+    first = main_requests(provider)[1]
+    users = [m["content"] for m in first.messages if m["role"] == "user"]
+    assert users[:2] == ["Fix the parser.", "Please go on."]
+    assert "Objective" not in users[-1], "the task stands just before the tail"
+    assert users[-1].startswith(f"{TAIL_HEADING}\nNo plan yet.")
+    recited = [r.messages[-1]["content"] for r in main_requests(provider)[2:]]
+    assert any("Objective: Fix the parser." in t for t in recited), "recited later"

@@ -16,6 +16,10 @@ class TaskStatusTail(Rule):
     A plan every step of which was finished when a turn began is not that turn's plan:
     until the model writes another, the tail gives the turn's request as the objective
     and says there is no plan, instead of telling the model that all is done.
+
+    The user messages since the model last replied all stand just before a turn's first
+    request (a turn whose call failed left its message unanswered): an objective that is
+    one of them is in view there, and that request leaves it out.
     """
 
     def __init__(self, ctx: HarnessContext, max_errors: int = 0) -> None:
@@ -24,6 +28,8 @@ class TaskStatusTail(Rule):
         self._max_errors = max_errors
         self._finished: Plan | None = None  # the plan that was all done when the turn began
         self._request = ""  # the turn's user text
+        self._unanswered: list[str] = []  # the user texts since the model last replied
+        self._replies_seen = -1  # the model calls so far when the last turn began
 
     def start_turn(self, user_text: str) -> HookResult:
         """A new turn: the next tail is recited in full."""
@@ -31,6 +37,10 @@ class TaskStatusTail(Rule):
         plan = self.ctx.memory.plan()
         self._finished = plan if plan.steps and plan.current_index is None else None
         self._request = user_text
+        replies = self.ctx.state.iterations
+        if replies != self._replies_seen:
+            self._unanswered, self._replies_seen = [], replies
+        self._unanswered.append(user_text)
         return NOTHING
 
     def task_status(self) -> str | None:
@@ -48,7 +58,7 @@ class TaskStatusTail(Rule):
             errors,
             just_written=state.plan_just_written,
             where=self._memory_folder(),
-            objective_is_request=not plan.goal and objective_text == self._request,
+            objective_is_request=not plan.goal and objective_text in self._unanswered,
         )
 
     def _memory_folder(self) -> str | None:
