@@ -8,7 +8,7 @@ compared with ``full_history`` over the same steps. Rows: the fraction; the inpu
 all files relative to ``full_history``; mean and lowest reference recall; prunes paid back
 within the (cut) run; the runs above 1.02x and what each costs.
 
-    python benchmarks/replay_cut.py [--fractions 0.3 0.5 0.7 0.85 1] [--trajectories DIR]
+    python benchmarks/replay_cut.py [--fractions 0.1 0.2 0.3 0.5 0.7 0.85 1] [--trajectories DIR]
                                     [--prices FAMILY|MODEL|recorded]
 """
 
@@ -58,7 +58,9 @@ def main() -> None:
     """Replay each file at each fraction, then print the markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trajectories", type=Path, default=DEFAULT_DIR)
-    parser.add_argument("--fractions", type=float, nargs="+", default=[0.3, 0.5, 0.7, 0.85, 1.0])
+    parser.add_argument(
+        "--fractions", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.5, 0.7, 0.85, 1.0]
+    )
     parser.add_argument("--prices", default=RECORDED, help=f"a family, a model, or {RECORDED}")
     args = parser.parse_args()
     check_prices(args.prices)
