@@ -203,6 +203,7 @@ class RuleState:
     plan_just_written: bool = False  # the last reply's own plan call wrote the plan
     awaiting_reboot: bool = False
     first_user_text: str | None = None
+    unanswered: list[str] = field(default_factory=list)  # user texts since the last reply
     open_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
     recent_errors: list[RecentError] = field(default_factory=list)
     notes: set[tuple[str, str]] = field(default_factory=set)
@@ -213,10 +214,12 @@ class RuleState:
         if isinstance(entry, UserEntry):
             if self.first_user_text is None:
                 self.first_user_text = entry.text
+            self.unanswered.append(entry.text)
             self.two_action_given = False
             self.plan_just_written = False  # the user spoke last
         elif isinstance(entry, AssistantEntry):
             self.iterations += 1
+            self.unanswered = []
             self.awaiting_reboot = False
             self.plan_just_written = False
             self.open_calls = {c.id: c for c in entry.tool_calls}

@@ -28,8 +28,6 @@ class TaskStatusTail(Rule):
         self._max_errors = max_errors
         self._finished: Plan | None = None  # the plan that was all done when the turn began
         self._request = ""  # the turn's user text
-        self._unanswered: list[str] = []  # the user texts since the model last replied
-        self._replies_seen = -1  # the model calls so far when the last turn began
 
     def start_turn(self, user_text: str) -> HookResult:
         """A new turn: the next tail is recited in full."""
@@ -37,10 +35,6 @@ class TaskStatusTail(Rule):
         plan = self.ctx.memory.plan()
         self._finished = plan if plan.steps and plan.current_index is None else None
         self._request = user_text
-        replies = self.ctx.state.iterations
-        if replies != self._replies_seen:
-            self._unanswered, self._replies_seen = [], replies
-        self._unanswered.append(user_text)
         return NOTHING
 
     def task_status(self) -> str | None:
@@ -58,7 +52,7 @@ class TaskStatusTail(Rule):
             errors,
             just_written=state.plan_just_written,
             where=self._memory_folder(),
-            objective_is_request=not plan.goal and objective_text in self._unanswered,
+            objective_is_request=not plan.goal and objective_text in state.unanswered,
         )
 
     def _memory_folder(self) -> str | None:
