@@ -15,10 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from contextengine.toolkit.sandbox import SandboxPolicy
+from contextengine.toolkit.workspace import Workspace
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import default_toolset
-from contextengine.tools.sandbox import SandboxPolicy
-from contextengine.tools.workspace import Workspace
 from contextengine.types import ToolCall
 
 COMMANDS = ("true", "/usr/bin/python3 -c 'print(1)'", "ls -la /usr/bin | wc -l")

@@ -60,7 +60,7 @@ from contextengine.agent.events import ToolCallEvent, UsageEvent
 from contextengine.context.request import Request
 from contextengine.local.tiny_model import TinyModelConfig, build_tiny_model
 from contextengine.providers.openai_compatible import SESSION_HEADER, OpenAICompatibleProvider
-from contextengine.tools.base import Tool
+from contextengine.toolkit.base import Tool
 from contextengine.tools.file_search import FileGlob, FileGrep, FileLs
 from contextengine.tools.files import FileEdit, FileRead, FileWrite
 from contextengine.tools.registry import Toolset

@@ -16,9 +16,9 @@ from contextengine.integrations.mirror import MissingIntegration
 
 TOOL_SIGNALS = {
     # Raised and caught inside one tool, which returns a ToolError value instead.
-    "contextengine.tools.agent_delegate.DelegationRefused",
+    "contextengine.tools.delegation.DelegationRefused",
     "contextengine.tools.files.Refusal",
-    "contextengine.tools.sandbox.SandboxUnavailable",
+    "contextengine.toolkit.sandbox.SandboxUnavailable",
     "contextengine.tools.web_http.WebRefused",
 }
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from contextengine import Agent, Config
 from contextengine.providers.openai import OpenAIProvider
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.tools.registry import Toolset
 from fwbench import task
 

@@ -38,9 +38,9 @@ from contextengine.session.entries import (
     UserEntry,
 )
 from contextengine.session.session import Session
-from contextengine.tools.mask import ToolMask
-from contextengine.tools.modes import MODES
-from contextengine.tools.spec import ToolSpec
+from contextengine.toolkit.mask import ToolMask
+from contextengine.toolkit.modes import MODES
+from contextengine.toolkit.spec import ToolSpec
 from contextengine.types import ModelReply, ToolCall, Usage
 
 __all__ = [

@@ -27,7 +27,7 @@ from contextengine.providers.factory import PROVIDER_NAMES
 from contextengine.proxy.command import proxy_command
 from contextengine.session.meta import ProviderChoice, SessionMeta, read_meta
 from contextengine.session.store.choice import open_store
-from contextengine.tools.modes import MODE_NAMES
+from contextengine.toolkit.modes import MODE_NAMES
 from contextengine.types import ReasoningEffort
 from contextengine.untrusted import valid_text
 

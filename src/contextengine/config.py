@@ -27,7 +27,7 @@ from pydantic_settings import (
 )
 
 from contextengine.errors import ConfigError
-from contextengine.tools.modes import MODE_NAMES, ModeName
+from contextengine.toolkit.modes import MODE_NAMES, ModeName
 from contextengine.types import ReasoningEffort
 
 HistoryMode = Literal["compressed", "full", "round_scratchpad"]

@@ -10,7 +10,7 @@ status). The CLI prints that line and exits 2; the server answers it as JSON.
     ├── StoreError                 a session store that cannot be used (bad URL, unreachable)
     ├── TrajectoryError            a malformed trajectory file (file and field named)
     ├── WorkspaceError             a path outside the workspace, used outside a tool call
-    │   └── PathRefused            (tools.confine) a path a tool may not touch
+    │   └── PathRefused            (toolkit.confine) a path a tool may not touch
     ├── PlanUpdateError            a plan update that cannot apply (a step out of range)
     ├── ProviderError              a model call failed: ``status``, ``retryable``
     │   ├── MissingAPIKeyError     no API key set

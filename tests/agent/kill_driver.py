@@ -34,9 +34,9 @@ from contextengine.context.request import Request
 from contextengine.context.tokens import shared_counter
 from contextengine.session.entries import AssistantEntry, ToolResultEntry
 from contextengine.session.interrupted import MAY_HAVE_RUN, NOT_RUN
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.mask import ToolMask
 from contextengine.tools.context import ToolContext
-from contextengine.tools.mask import ToolMask
 from contextengine.tools.registry import Toolset, default_toolset
 from contextengine.types import ToolCall
 

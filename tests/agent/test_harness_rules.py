@@ -17,16 +17,16 @@ from contextengine.agent.rules.plan_recitation import PlanRecitation
 from contextengine.agent.rules.progress_log import ProgressLog
 from contextengine.context.tokens import count_tokens
 from contextengine.memory.plan import PlanUpdate
-from contextengine.memory.tools import with_memory_tools
 from contextengine.memory.working_memory import PLAN, PROGRESS, WorkingMemory
 from contextengine.session.entries import NoteEntry, ToolResultEntry, UserEntry
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.traits import ToolTraits
+from contextengine.toolkit.workspace import Workspace
 from contextengine.tools.context import ToolContext
+from contextengine.tools.memory import with_memory_tools
 from contextengine.tools.registry import Toolset, default_toolset
-from contextengine.tools.traits import ToolTraits
-from contextengine.tools.workspace import Workspace
 from contextengine.types import ToolCall
 
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from contextengine import Config, ScriptedProvider, Session, ToolResultEntry
 from contextengine.agent.loop import Agent
 from contextengine.session.interrupted import MAY_HAVE_RUN, NOT_RUN
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.tools.registry import Toolset, default_toolset
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

@@ -12,7 +12,7 @@ from contextengine.agent.loop import Agent
 from contextengine.providers.anthropic import PREFILL, AnthropicProvider
 from contextengine.providers.openai import OpenAIProvider
 from contextengine.session.entries import ToolResultEntry
-from contextengine.tools.modes import MODE_NAMES
+from contextengine.toolkit.modes import MODE_NAMES
 from providers.fake_servers import FakeModelServer
 
 ANSWER = {"content": "Here is the complete answer to your question."}

@@ -24,8 +24,8 @@ from contextengine.context.request import Request
 from contextengine.measure.report import load_usage, usage_report
 from contextengine.session.entries import ToolResultEntry, UserEntry
 from contextengine.session.meta import META_FILE, SessionMeta, load_meta
+from contextengine.toolkit.modes import mode_mask
 from contextengine.tools.agent_delegate import AgentDelegateTool
-from contextengine.tools.modes import mode_mask
 
 SUBAGENTS = Config(subagents=True, sandbox=False)
 

@@ -15,7 +15,7 @@ from contextengine.codemap.rank import rank_definitions
 from contextengine.context.tokens import count_tokens
 from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import run_injectors
-from contextengine.tools.workspace import Workspace
+from contextengine.toolkit.workspace import Workspace
 
 pytest.importorskip("tree_sitter_python", reason="the code map needs the 'codemap' extra")
 

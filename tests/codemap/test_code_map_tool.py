@@ -13,11 +13,11 @@ import pytest
 from contextengine import Config, ScriptedProvider
 from contextengine.agent.loop import Agent
 from contextengine.codemap import CodeMap
-from contextengine.codemap.tool import CodeMapTool, with_code_map
 from contextengine.session.entries import NoteEntry, ToolResultEntry
+from contextengine.toolkit.workspace import Workspace
+from contextengine.tools.code_map import CodeMapTool, with_code_map
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import Toolset, default_toolset
-from contextengine.tools.workspace import Workspace
 from contextengine.types import ToolCall
 
 pytest.importorskip("tree_sitter_python", reason="the code map needs the 'codemap' extra")

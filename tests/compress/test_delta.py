@@ -28,7 +28,7 @@ from contextengine.session.entries import (
     ToolResultEntry,
 )
 from contextengine.session.session import Session
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.tools.registry import default_toolset
 from contextengine.types import ToolCall
 

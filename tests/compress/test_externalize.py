@@ -16,7 +16,7 @@ from contextengine.compress.externalize import (
     over_threshold,
 )
 from contextengine.errors import ContextEngineError
-from contextengine.tools.workspace import Workspace
+from contextengine.toolkit.workspace import Workspace
 
 
 @pytest.fixture

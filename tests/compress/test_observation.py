@@ -13,10 +13,10 @@ from contextengine.compress.observation import (
     maximal,
     names_in,
 )
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.workspace import Workspace
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import default_toolset
-from contextengine.tools.workspace import Workspace
 from contextengine.types import ToolCall
 
 

@@ -12,13 +12,13 @@ from contextengine.memory.rules import (
     is_inspection,
     plan_reminder_text,
 )
-from contextengine.memory.tools import with_memory_tools
 from contextengine.session.entries import (
     AssistantEntry,
     ReminderEntry,
     ToolCallRecord,
     ToolResultEntry,
 )
+from contextengine.tools.memory import with_memory_tools
 from contextengine.tools.registry import default_toolset
 
 

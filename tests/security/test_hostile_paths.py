@@ -27,10 +27,10 @@ from fastapi.testclient import TestClient
 from contextengine import Config, ScriptedProvider
 from contextengine.context.code_law import CodeLawReader
 from contextengine.server import create_app
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.workspace import PathRefused, Workspace
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import default_toolset
-from contextengine.tools.workspace import PathRefused, Workspace
 from contextengine.types import ToolCall
 
 SECRET = "OUTSIDE-SECRET-7f3a"

@@ -4,10 +4,10 @@ from typing import Any
 
 import pytest
 
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.workspace import Workspace
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import Toolset, default_toolset
-from contextengine.tools.workspace import Workspace
 from contextengine.types import ToolCall
 
 

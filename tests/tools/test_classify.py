@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from contextengine.tools.base import ToolOutcome
-from contextengine.tools.classify import classify_error, error_tail, traceback_exception
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.classify import classify_error, error_tail, traceback_exception
 from contextengine.tools.context import ToolContext
 from support.sandbox import PYTHON_VISIBLE
 

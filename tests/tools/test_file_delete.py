@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.workspace import Workspace
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import default_toolset
-from contextengine.tools.workspace import Workspace
 from contextengine.types import ToolCall
 
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.tools.context import ToolContext
 from contextengine.tools.file_search import GREP_MAX_MATCHES
 from contextengine.tools.files import format_mtime

@@ -18,8 +18,8 @@ import pytest
 import contextengine
 from contextengine import Config, ScriptedProvider
 from contextengine.agent.loop import Agent
+from contextengine.toolkit.sandbox import SandboxPolicy, confine
 from contextengine.tools.context import ToolContext
-from contextengine.tools.sandbox import SandboxPolicy, confine
 from contextengine.types import ToolCall
 
 HOME = os.path.expanduser("~")
@@ -215,7 +215,7 @@ import json, sys
 from pathlib import Path
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import default_toolset
-from contextengine.tools.workspace import Workspace
+from contextengine.toolkit.workspace import Workspace
 from contextengine.types import ToolCall
 call = ToolCall("c", "shell_exec", json.dumps({"command": sys.argv[2]}))
 default_toolset().execute(call, ToolContext(Workspace(Path(sys.argv[1]))))

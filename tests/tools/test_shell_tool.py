@@ -2,8 +2,8 @@ import os
 import time
 from pathlib import Path
 
+from contextengine.toolkit.classify import STDERR_TAIL_CHARS
 from contextengine.tools.context import ToolContext
-from contextengine.tools.shell import STDERR_TAIL_CHARS
 
 
 def _gone(pid: int) -> bool:

@@ -6,9 +6,9 @@ from pydantic import BaseModel
 
 from contextengine.canonical import canonical_json
 from contextengine.errors import ConfigError
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.mask import ToolMask
 from contextengine.tools.context import ToolContext
-from contextengine.tools.mask import ToolMask
 from contextengine.tools.registry import Toolset, declared_defaults, default_toolset
 from contextengine.types import ToolCall
 

@@ -14,12 +14,13 @@ from contextengine import Agent, Config
 from contextengine.compress.compressors import OTHER_HEAD_CHARS, compress
 from contextengine.errors import ConfigError
 from contextengine.providers.scripted import ScriptedProvider
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.workspace import Workspace
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import default_toolset
+from contextengine.tools.search_backend import BraveBackend, SearxngBackend, search_backend
 from contextengine.tools.web_http import USER_AGENT, WebPolicy
-from contextengine.tools.web_search import BraveBackend, SearxngBackend, WebSearch, search_backend
-from contextengine.tools.workspace import Workspace
+from contextengine.tools.web_search import WebSearch
 from contextengine.types import ToolCall
 from support.websites import BRAVE_KEY, PARAGRAPH, Site, running_site
 

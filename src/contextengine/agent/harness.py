@@ -40,9 +40,9 @@ from contextengine.memory.versions import MemoryRepo
 from contextengine.memory.working_memory import WorkingMemory
 from contextengine.session.entries import Entry
 from contextengine.session.session import Session
-from contextengine.tools.base import ToolOutcome
-from contextengine.tools.traits import UNDECLARED, ToolTraits
-from contextengine.tools.workspace import Workspace
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.traits import UNDECLARED, ToolTraits
+from contextengine.toolkit.workspace import Workspace
 from contextengine.types import ToolCall
 
 _HARNESS_FLAGS = ("working_memory", "reminders", "recitation", "injection")

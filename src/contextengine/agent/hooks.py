@@ -21,7 +21,7 @@ from typing import Protocol
 
 from contextengine.agent.events import AgentEvent, RunResult
 from contextengine.session.entries import Entry
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.types import ToolCall
 
 

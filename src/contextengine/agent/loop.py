@@ -50,8 +50,8 @@ from contextengine.session.interrupted import close_interrupted_calls
 from contextengine.session.meta import ProviderChoice, load_meta
 from contextengine.session.session import Session
 from contextengine.session.store.choice import open_store
-from contextengine.tools.mask import ToolMask
-from contextengine.tools.modes import NO_TOOLS, MaskRules, mode_mask, mode_of
+from contextengine.toolkit.mask import ToolMask
+from contextengine.toolkit.modes import NO_TOOLS, MaskRules, mode_mask, mode_of
 from contextengine.untrusted import valid_text
 
 MIN_FINAL_ANSWER_CHARS = 10

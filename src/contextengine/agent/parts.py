@@ -20,7 +20,6 @@ from contextengine.agent.hooks import Harness
 from contextengine.agent.model_calls import TokenGauge
 from contextengine.agent.prompts import default_system_prompt, text_protocol_prompt
 from contextengine.codemap import CodeMap
-from contextengine.codemap.tool import with_code_map
 from contextengine.compress.delta import shown_results
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import ObservationProcessor
@@ -29,25 +28,27 @@ from contextengine.config import Config
 from contextengine.context.builder import ContextBuilder
 from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import Injector
-from contextengine.memory.tools import with_memory_tools
 from contextengine.memory.working_memory import MEMORY_FILES, WorkingMemory
 from contextengine.providers.base import Provider
 from contextengine.session.folders import create_session
 from contextengine.session.meta import ProviderChoice
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.mask import ToolMask
+from contextengine.toolkit.sandbox import SandboxPolicy
+from contextengine.toolkit.spec import ToolSpec
+from contextengine.toolkit.traits import ToolTraits
+from contextengine.toolkit.workspace import Workspace
 from contextengine.tools.agent_delegate import with_agent_delegate
-from contextengine.tools.base import ToolOutcome
+from contextengine.tools.code_map import with_code_map
 from contextengine.tools.context import ToolContext
 from contextengine.tools.file_delete import TRASH_DIR
-from contextengine.tools.mask import ToolMask
+from contextengine.tools.memory import with_memory_tools
 from contextengine.tools.registry import Toolset, default_toolset
-from contextengine.tools.sandbox import SandboxPolicy
-from contextengine.tools.spec import ToolSpec
-from contextengine.tools.traits import ToolTraits
+from contextengine.tools.search_backend import search_backend
 from contextengine.tools.web_http import WebPolicy
-from contextengine.tools.web_search import WebSearch, search_backend
-from contextengine.tools.workspace import Workspace
+from contextengine.tools.web_search import WebSearch
 from contextengine.types import ToolCall
 
 

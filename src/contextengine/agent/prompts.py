@@ -8,7 +8,7 @@ from contextengine.agent.text_protocol import PROTOCOL_INSTRUCTIONS
 from contextengine.canonical import canonical_json
 from contextengine.config import Config
 from contextengine.memory.status import MEMORY_NAMES
-from contextengine.tools.spec import ToolSpec
+from contextengine.toolkit.spec import ToolSpec
 
 _PLAN_TOOL = "todo_write"
 

@@ -24,7 +24,7 @@ from contextengine.providers.base import Provider
 from contextengine.session.entries import AssistantEntry, ToolResultEntry
 from contextengine.session.meta import read_meta
 from contextengine.session.session import Session
-from contextengine.tools.agent_delegate import ChildReport, DelegationRefused
+from contextengine.tools.delegation import ChildReport, DelegationRefused
 
 
 class ParentAgent(Protocol):

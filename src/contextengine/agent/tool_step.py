@@ -32,12 +32,12 @@ from contextengine.session.entries import (
 )
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.classify import classify_error
+from contextengine.toolkit.mask import ToolMask
+from contextengine.toolkit.modes import MaskRules
 from contextengine.tools.agent_delegate import CHILD_SESSION
-from contextengine.tools.base import ToolOutcome
-from contextengine.tools.classify import classify_error
 from contextengine.tools.context import ToolContext
-from contextengine.tools.mask import ToolMask
-from contextengine.tools.modes import MaskRules
 from contextengine.types import ModelReply, ToolCall
 
 PREVIEW_CHARS = 400  # of a result, in its live event: the event stays small

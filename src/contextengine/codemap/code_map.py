@@ -9,7 +9,7 @@ from contextengine.codemap.index import SourceIndex
 from contextengine.codemap.rank import rank_definitions
 from contextengine.codemap.render import fit
 from contextengine.codemap.tags import FileTags
-from contextengine.tools.workspace import PathRefused, Workspace
+from contextengine.toolkit.workspace import PathRefused, Workspace
 
 DEFAULT_TOKENS = 1024
 

@@ -9,7 +9,7 @@ import typer
 
 from contextengine.codemap.code_map import DEFAULT_TOKENS, CodeMap, Focus
 from contextengine.errors import ContextEngineError
-from contextengine.tools.workspace import Workspace
+from contextengine.toolkit.workspace import Workspace
 
 
 def codemap_command(

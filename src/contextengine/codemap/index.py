@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from contextengine.codemap.grammars import grammar, language_of
 from contextengine.codemap.tags import FileTags, file_tags
-from contextengine.tools.confine import PathRefused, Spot, open_regular, read_all, tree
-from contextengine.tools.workspace import Workspace
+from contextengine.toolkit.confine import PathRefused, Spot, open_regular, read_all, tree
+from contextengine.toolkit.workspace import Workspace
 
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv"})
 MAX_FILE_BYTES = 1_000_000  # larger sources are bundles or generated code

@@ -14,12 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextengine.canonical import canonical_json
-from contextengine.tools.base import ToolOutcome
-from contextengine.tools.classify import TRACEBACK_HEADER
-from contextengine.tools.file_search import format_ls_entry
-from contextengine.tools.files import number_lines, split_lines
-from contextengine.tools.shell import stderr_tail
-from contextengine.tools.traits import Compressor
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.classify import TRACEBACK_HEADER, stderr_tail
+from contextengine.toolkit.text_forms import format_ls_entry, number_lines, split_lines
+from contextengine.toolkit.traits import Compressor
 
 Category = Compressor
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from contextengine.canonical import canonical_json
 from contextengine.errors import ContextEngineError
 from contextengine.session.durable import write_replacing
-from contextengine.tools.base import ObservationKind
+from contextengine.toolkit.base import ObservationKind
 
 REF_TYPE = "compressed_ref"
 THRESHOLDS: Mapping[ObservationKind, int] = {

@@ -21,9 +21,9 @@ from contextengine.compress.compressors import compress, tool_category
 from contextengine.compress.delta import ShownResult, closest, delta_text
 from contextengine.compress.externalize import CompressedRef, Externalizer, over_threshold
 from contextengine.config import HistoryMode
-from contextengine.tools.base import ObservationKind, ToolOutcome
-from contextengine.tools.classify import error_tail
-from contextengine.tools.traits import Compressor, ToolTraits
+from contextengine.toolkit.base import ObservationKind, ToolOutcome
+from contextengine.toolkit.classify import error_tail
+from contextengine.toolkit.traits import Compressor, ToolTraits
 
 ERROR_TAIL_LINES = 20
 ERROR_TAIL_CHARS = 3000  # a saved failure's view keeps at most this much of its tail verbatim

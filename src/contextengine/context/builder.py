@@ -26,8 +26,8 @@ from contextengine.session.entries import ToolResultEntry
 from contextengine.session.log import LogRecord
 from contextengine.session.render import Message, render_tool_result
 from contextengine.session.session import Session
-from contextengine.tools.mask import ToolMask
-from contextengine.tools.spec import ToolSpec
+from contextengine.toolkit.mask import ToolMask
+from contextengine.toolkit.spec import ToolSpec
 
 
 @dataclass(frozen=True)

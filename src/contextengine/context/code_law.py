@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from contextengine.context.tokens import count_tokens, cut_at_line
-from contextengine.tools.confine import ConfinedRoot, PathRefused, open_regular, read_all
+from contextengine.toolkit.confine import ConfinedRoot, PathRefused, open_regular, read_all
 
 CODE_LAW_NAME = "code_law.md"
 RULES_MAX_SHARE = 0.25  # of the context window: what project rules may take of every request

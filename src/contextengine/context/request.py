@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from contextengine.tools.mask import ToolMask
+from contextengine.toolkit.mask import ToolMask
 
 Purpose = Literal["main", "summary", "reboot"]
 

@@ -40,9 +40,9 @@ from contextengine.session.entries import (
 )
 from contextengine.session.render import Message, RenderStyle
 from contextengine.session.session import Session
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.traits import UNDECLARED
 from contextengine.tools.todo import TODO_TOOL_NAMES, todo_items
-from contextengine.tools.traits import UNDECLARED
 
 ERROR_STATUS = "status"
 """Key an adapter may set to ``"error"`` on a neutral tool message: the call failed (kept verbatim)."""

@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 
 from contextengine.local.chat_format import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
-from contextengine.tools.mask import ToolMask
+from contextengine.toolkit.mask import ToolMask
 
 _JSON_RULES = r"""
 object ::= "{" ( member ( "," member )* )? "}"

@@ -27,14 +27,14 @@ from contextengine.errors import ProviderError
 from contextengine.measure.accounting import CacheAccountant, CallCost
 from contextengine.measure.trajectory import RecordedStep, Trajectory
 from contextengine.providers.base import StreamingProvider
-from contextengine.tools.base import ToolOutcome
-from contextengine.tools.classify import exit_statuses, without_exit_statuses
-from contextengine.tools.command_line import answered_no
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.classify import exit_statuses, without_exit_statuses
+from contextengine.toolkit.command_line import answered_no
+from contextengine.toolkit.mask import ToolMask
+from contextengine.toolkit.spec import ToolSpec
+from contextengine.toolkit.traits import UNDECLARED, ToolTraits
 from contextengine.tools.context import ToolContext
-from contextengine.tools.mask import ToolMask
-from contextengine.tools.spec import ToolSpec
 from contextengine.tools.todo import TODO_TOOL_NAMES, todo_items
-from contextengine.tools.traits import UNDECLARED, ToolTraits
 from contextengine.types import ModelReply, ReplyDone, ReplyEvent, TextDelta, ToolCall, Usage
 
 _EMPTY_ELEMENT = re.compile(r"<(\w+)>\s*</\1>")

@@ -28,7 +28,7 @@ from pydantic import (
 
 from contextengine.canonical import canonical_json
 from contextengine.errors import ConfigError, TrajectoryError
-from contextengine.tools.spec import ToolSpec
+from contextengine.toolkit.spec import ToolSpec
 from contextengine.untrusted import parse_json
 
 

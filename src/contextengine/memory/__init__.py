@@ -1,5 +1,5 @@
 """Working memory (task_plan / findings / progress), its rules, lessons, long-term memory,
-and the context injectors."""
+and the context injectors; the memory tools are ``contextengine.tools.memory``."""
 
 from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import (
@@ -20,7 +20,6 @@ from contextengine.memory.reboot import REBOOT_QUESTIONS, HumanHelp, human_help,
 from contextengine.memory.rules import RuleState
 from contextengine.memory.scope import SessionScope
 from contextengine.memory.status import task_status
-from contextengine.memory.tools import MemoryFindingAdd, MemoryPlanUpdate, with_memory_tools
 from contextengine.memory.working_memory import FileChange, WorkingMemory, atomic_write
 
 __all__ = [
@@ -38,9 +37,7 @@ __all__ = [
     "LongTermMemory",
     "LongTermMemoryInjector",
     "MemoryDoc",
-    "MemoryFindingAdd",
     "MemoryHit",
-    "MemoryPlanUpdate",
     "Phase",
     "Plan",
     "PlanStep",
@@ -58,5 +55,4 @@ __all__ = [
     "run_injectors",
     "session_documents",
     "task_status",
-    "with_memory_tools",
 ]

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextengine.context.tokens import count_tokens, cut_at_line
 from contextengine.errors import PlanUpdateError
-from contextengine.tools.todo import TodoStatus
 
+TodoStatus = Literal["pending", "in_progress", "done", "failed"]
+"""A plan step's status; ``todo_write`` sets the same four."""
+STATUSES: tuple[TodoStatus, ...] = ("pending", "in_progress", "done", "failed")
 MARKS: dict[TodoStatus, str] = {"pending": " ", "in_progress": ">", "done": "x", "failed": "!"}
 SUFFIXES: dict[TodoStatus, str] = {"done": " (done)", "failed": " (failed)"}
 _STATUS_OF_MARK: dict[str, TodoStatus] = {

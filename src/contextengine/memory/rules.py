@@ -42,8 +42,8 @@ from contextengine.session.entries import (
     UserEntry,
 )
 from contextengine.session.log import LogRecord
-from contextengine.tools.command_line import simple_commands
-from contextengine.tools.traits import UNDECLARED, ToolTraits
+from contextengine.toolkit.command_line import simple_commands
+from contextengine.toolkit.traits import UNDECLARED, ToolTraits
 
 INFO_ACTIONS_PER_FINDING = 2
 STRIKES = 3

@@ -26,6 +26,7 @@ from typing import Literal, Protocol
 from contextengine.memory.plan import (
     Plan,
     PlanUpdate,
+    TodoStatus,
     apply_todos,
     apply_update,
     parse_plan,
@@ -40,7 +41,6 @@ from contextengine.memory.templates import (
     utc_now,
 )
 from contextengine.session.store.files import FolderFiles
-from contextengine.tools.todo import TodoStatus
 
 MemoryFile = Literal["task_plan.md", "findings.md", "progress.md"]
 PLAN: MemoryFile = "task_plan.md"

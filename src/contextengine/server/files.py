@@ -12,7 +12,7 @@ from pathlib import Path
 
 from contextengine.memory.working_memory import MEMORY_FILES
 from contextengine.server.errors import ApiError
-from contextengine.tools.confine import (
+from contextengine.toolkit.confine import (
     ConfinedRoot,
     PathRefused,
     Spot,

@@ -13,44 +13,19 @@ session starts in the ``DEEP_RESEARCH`` mode.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextengine.tools.base import Tool, ToolOutcome
+from contextengine.toolkit.base import Tool, ToolOutcome
+from contextengine.toolkit.modes import MODE_NAMES
+from contextengine.toolkit.traits import ToolTraits
 from contextengine.tools.context import ToolContext
-from contextengine.tools.modes import MODE_NAMES
+from contextengine.tools.delegation import ChildReport, DelegationRefused
 from contextengine.tools.registry import Toolset
-from contextengine.tools.traits import ToolTraits
 
 CHILD_SESSION = "child_session"
 """The key of the outcome's data naming the child's session id."""
-
-
-@dataclass(frozen=True)
-class ChildReport:
-    """What a finished child agent hands back: its session, how it ended, its answer and
-    the workspace paths it wrote."""
-
-    session_id: str
-    status: str
-    answer: str
-    paths: tuple[str, ...] = ()
-    steps: int = 0
-    error: str | None = None
-
-
-class DelegationRefused(Exception):
-    """A delegation that may not run (a depth limit); its message is the observation."""
-
-
-class Delegator(Protocol):
-    """Runs a child agent for a task, to its end, and reports."""
-
-    def delegate(self, task: str, mode: str | None) -> ChildReport:
-        """The child's report; raises ``DelegationRefused`` when no child may start."""
-        ...
 
 
 class AgentDelegateTool:

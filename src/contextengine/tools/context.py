@@ -6,15 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from contextengine.tools.sandbox import SandboxPolicy
+from contextengine.toolkit.sandbox import SandboxPolicy
+from contextengine.toolkit.workspace import Workspace
 from contextengine.tools.web_http import RobotsCache, WebPolicy
-from contextengine.tools.workspace import Workspace
 
 if TYPE_CHECKING:
     from contextengine.codemap import CodeMap
     from contextengine.memory.working_memory import WorkingMemory
-    from contextengine.tools.agent_delegate import Delegator
-    from contextengine.tools.web_search import SearchBackend
+    from contextengine.tools.delegation import Delegator
+    from contextengine.tools.search_backend import SearchBackend
 
 
 @dataclass

@@ -16,17 +16,17 @@ import stat
 from pathlib import Path
 from typing import ClassVar
 
-from contextengine.tools.base import ToolOutcome
-from contextengine.tools.confine import (
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.confine import (
     PathRefused,
     Spot,
     open_regular,
     read_all,
     refuse_hard_link,
 )
+from contextengine.toolkit.traits import ToolTraits
 from contextengine.tools.context import ToolContext
 from contextengine.tools.files import FileTool, Refusal, StrictArgs
-from contextengine.tools.traits import ToolTraits
 
 TRASH_DIR = "trash"
 

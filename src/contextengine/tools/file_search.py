@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from contextengine.tools.base import ToolOutcome
-from contextengine.tools.confine import (
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.confine import (
     PathRefused,
     Spot,
     existing_kind,
@@ -26,6 +26,9 @@ from contextengine.tools.confine import (
     read_all,
     tree,
 )
+from contextengine.toolkit.text_forms import format_ls_entry
+from contextengine.toolkit.traits import ToolTraits
+from contextengine.toolkit.workspace import Located
 from contextengine.tools.context import ToolContext
 from contextengine.tools.files import (
     BINARY_SNIFF_BYTES,
@@ -33,8 +36,6 @@ from contextengine.tools.files import (
     Refusal,
     StrictArgs,
 )
-from contextengine.tools.traits import ToolTraits
-from contextengine.tools.workspace import Located
 
 LS_MAX_ENTRIES = 1000
 GLOB_MAX_RESULTS = 1000
@@ -111,16 +112,6 @@ def _ls_entry(kind: str, dir_fd: int, name: str) -> dict[str, Any]:
     except OSError:
         size = None  # vanished since the listing
     return {"name": name, "type": "file", "size": size}
-
-
-def format_ls_entry(entry: dict[str, Any]) -> str:
-    """One listing line: ``name/`` for a dir, ``name  (N bytes)``, ``name -> target``."""
-    if entry["type"] == "dir":
-        return f"{entry['name']}/"
-    if entry["type"] == "link":
-        return f"{entry['name']} -> {entry.get('target', '?')}"
-    size = "?" if entry.get("size") is None else entry["size"]
-    return f"{entry['name']}  ({size} bytes)"
 
 
 class FileGlob(FileTool):

@@ -17,17 +17,18 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from contextengine.tools.base import ErrorCode, ToolOutcome
-from contextengine.tools.confine import (
+from contextengine.toolkit.base import ErrorCode, ToolOutcome
+from contextengine.toolkit.confine import (
     PathRefused,
     open_regular,
     read_all,
     refuse_hard_link,
     replace_file,
 )
+from contextengine.toolkit.text_forms import number_lines, split_lines
+from contextengine.toolkit.traits import ToolTraits
+from contextengine.toolkit.workspace import Located
 from contextengine.tools.context import ToolContext
-from contextengine.tools.traits import ToolTraits
-from contextengine.tools.workspace import Located
 
 BINARY_SNIFF_BYTES = 8192
 SNIPPET_CONTEXT_LINES = 1
@@ -90,22 +91,6 @@ def _read_text(raw: bytes, shown: str) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise Refusal("binary_file", f"{shown} is not UTF-8 text; it cannot be read") from None
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines split on ``\\n`` only (``\\r`` kept), without the empty piece after a final newline."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def number_lines(lines: list[str], first: int) -> list[str]:
-    """Lines numbered from ``first``, each number right-aligned to the width of the last
-    one and followed by a tab (``cat -n`` without its fixed six-column padding, which
-    every later request would pay for again)."""
-    width = len(str(first + len(lines) - 1))
-    return [f"{n:>{width}}\t{line}" for n, line in enumerate(lines, first)]
 
 
 def _encode(content: str) -> bytes:

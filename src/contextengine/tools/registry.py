@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from contextengine.errors import ConfigError
-from contextengine.tools.base import Tool, ToolOutcome
+from contextengine.toolkit.base import Tool, ToolOutcome
+from contextengine.toolkit.mask import ToolMask
+from contextengine.toolkit.spec import ToolSpec
+from contextengine.toolkit.traits import ToolTraits, traits_of
 from contextengine.tools.context import ToolContext
-from contextengine.tools.mask import ToolMask
-from contextengine.tools.spec import ToolSpec
-from contextengine.tools.traits import ToolTraits, traits_of
 from contextengine.types import ToolCall
 
 

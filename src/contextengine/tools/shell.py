@@ -23,16 +23,14 @@ from typing import IO, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from contextengine.tools.base import ToolOutcome
-from contextengine.tools.classify import error_tail
-from contextengine.tools.command_line import answered_no
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.classify import stderr_tail
+from contextengine.toolkit.command_line import answered_no
+from contextengine.toolkit.sandbox import ConfinedProcess, SandboxUnavailable, confine
+from contextengine.toolkit.traits import ToolTraits
 from contextengine.tools.context import ToolContext
-from contextengine.tools.sandbox import ConfinedProcess, SandboxUnavailable, confine
-from contextengine.tools.traits import ToolTraits
 
 MAX_TIMEOUT_S = 600.0
-STDERR_TAIL_LINES = 20
-STDERR_TAIL_CHARS = 3000  # twenty lines of a log or of JSON can be longer than a message should
 # After the shell exits, a background child may keep the pipes open; wait this long for EOF.
 PIPE_GRACE_S = 1.0
 
@@ -177,12 +175,6 @@ def _kill_group(pgid: int) -> None:
 
 def _count_lines(text: str) -> int:
     return len(text.splitlines())
-
-
-def stderr_tail(stderr: str) -> str:
-    """The end of a failed command's stderr that its error message quotes verbatim (R5.1):
-    its last ``STDERR_TAIL_LINES`` lines, at most ``STDERR_TAIL_CHARS`` characters."""
-    return error_tail(stderr, STDERR_TAIL_LINES, chars=STDERR_TAIL_CHARS)
 
 
 def _stderr_clause(stderr: str) -> str:

@@ -7,16 +7,15 @@ file, so tools never touch the session.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextengine.tools.base import ToolOutcome
+from contextengine.memory.plan import STATUSES, TodoStatus
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.traits import ToolTraits
 from contextengine.tools.context import ToolContext
-from contextengine.tools.traits import ToolTraits
 
-TodoStatus = Literal["pending", "in_progress", "done", "failed"]
-STATUSES: tuple[TodoStatus, ...] = ("pending", "in_progress", "done", "failed")
 TODO_TOOL_NAMES = frozenset({"todo", "todo_write", "todowrite", "write_todos"})
 """Tool names (any letter case) whose ``todos`` argument, items with content and status, is
 the model's plan: this tool's and the ones other harnesses and frameworks name alike."""

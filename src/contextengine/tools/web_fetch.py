@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.traits import ToolTraits
 from contextengine.tools.context import ToolContext
-from contextengine.tools.traits import ToolTraits
 from contextengine.tools.web_http import WebRefused, check_url, get
 
 TEXT_TYPES = ("text/plain", "text/markdown")

@@ -20,8 +20,8 @@ from contextengine.memory.rules import RuleState
 from contextengine.memory.working_memory import PLAN, WorkingMemory
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
-from contextengine.tools.traits import ToolTraits
-from contextengine.tools.workspace import Workspace
+from contextengine.toolkit.traits import ToolTraits
+from contextengine.toolkit.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 

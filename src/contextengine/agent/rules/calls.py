@@ -6,9 +6,9 @@ from typing import Any
 
 from contextengine.canonical import canonical_json
 from contextengine.memory.plan import clip, one_line
-from contextengine.tools.base import ToolOutcome
-from contextengine.tools.classify import error_tail
-from contextengine.tools.traits import ToolTraits
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.classify import error_tail
+from contextengine.toolkit.traits import ToolTraits
 from contextengine.types import ToolCall
 
 ARGUMENTS_CHARS = 300

@@ -17,7 +17,7 @@ from contextengine.agent.rules.calls import (
 from contextengine.memory.lessons import Lesson, LessonStore
 from contextengine.memory.plan import clip, one_line
 from contextengine.session.entries import AssistantEntry
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.types import ToolCall
 
 THOUGHT_CHARS = 200

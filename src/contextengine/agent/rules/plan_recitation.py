@@ -17,7 +17,7 @@ from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
 from contextengine.memory.rules import PLAN_RULE, RecitationReason, is_high_risk, plan_reminder_text
 from contextengine.session.entries import ReminderEntry
-from contextengine.tools.workspace import PathRefused
+from contextengine.toolkit.workspace import PathRefused
 from contextengine.types import ToolCall
 
 

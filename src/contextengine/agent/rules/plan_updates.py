@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import Rule
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.types import ToolCall
 
 

@@ -18,7 +18,7 @@ from contextengine.memory.status import objective_of
 from contextengine.memory.templates import fence
 from contextengine.session.entries import ErrorEntry
 from contextengine.session.log import LogRecord
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.types import ToolCall
 
 

@@ -9,7 +9,7 @@ from contextengine.memory.plan import clip
 from contextengine.memory.reboot import human_help, reboot_prompt
 from contextengine.memory.status import objective_of
 from contextengine.memory.working_memory import PROGRESS
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.types import ToolCall
 
 ANSWER_CHARS = 2000

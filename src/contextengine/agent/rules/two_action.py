@@ -6,8 +6,8 @@ from __future__ import annotations
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import Rule
 from contextengine.memory.rules import TWO_ACTION_FILE_TEXT, TWO_ACTION_RULE, TWO_ACTION_TEXT
-from contextengine.memory.tools import MemoryFindingAdd
 from contextengine.session.entries import ReminderEntry
+from contextengine.tools.memory import MemoryFindingAdd
 
 
 class TwoActionRule(Rule):

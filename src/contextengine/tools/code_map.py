@@ -15,10 +15,10 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextengine.codemap import CodeMapUnavailable, Focus
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.traits import ToolTraits
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import Toolset
-from contextengine.tools.traits import ToolTraits
 
 MIN_TOKENS = 64
 MAX_TOKENS = 16_384

@@ -10,13 +10,13 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from contextengine import MODES, ConfigError, ToolMask
-from contextengine.codemap.tool import with_code_map
-from contextengine.memory.tools import with_memory_tools
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.modes import MODE_NAMES, MaskRules, mode_mask, mode_of
+from contextengine.toolkit.traits import ToolTraits
+from contextengine.tools.code_map import with_code_map
 from contextengine.tools.context import ToolContext
-from contextengine.tools.modes import MODE_NAMES, MaskRules, mode_mask, mode_of
+from contextengine.tools.memory import with_memory_tools
 from contextengine.tools.registry import Toolset, default_toolset
-from contextengine.tools.traits import ToolTraits
 
 # Today's tools, the memory tools, and tools other parts add later: prefixes place them.
 TOOLS = (

@@ -29,9 +29,9 @@ from types import MappingProxyType
 from typing import Literal, Protocol, get_args
 
 from contextengine.errors import ConfigError
-from contextengine.tools.base import ToolOutcome
-from contextengine.tools.mask import ToolMask
-from contextengine.tools.traits import ToolTraits
+from contextengine.toolkit.base import ToolOutcome
+from contextengine.toolkit.mask import ToolMask
+from contextengine.toolkit.traits import ToolTraits
 
 ModeName = Literal["CHAT", "CODE", "SEARCH", "THINKING", "KNOWLEDGE", "DEEP_RESEARCH"]
 MODE_NAMES: tuple[str, ...] = get_args(ModeName)

@@ -11,12 +11,11 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextengine.memory.plan import Plan, PlanUpdate
-from contextengine.tools.base import Tool, ToolOutcome
+from contextengine.memory.plan import STATUSES, Plan, PlanUpdate
+from contextengine.toolkit.base import Tool, ToolOutcome
+from contextengine.toolkit.traits import ToolTraits
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import Toolset
-from contextengine.tools.todo import STATUSES
-from contextengine.tools.traits import ToolTraits
 
 _NO_MEMORY = "working memory is off in this session; nothing was written"
 

@@ -1,6 +1,6 @@
 import pytest
 
-from contextengine.tools.command_line import ends_in_predicate, simple_commands
+from contextengine.toolkit.command_line import ends_in_predicate, simple_commands
 
 
 @pytest.mark.parametrize(

@@ -95,7 +95,7 @@ class ToolOutcome:
 class Tool(Protocol):
     """A tool: a name, a description, a pydantic argument model and ``run``.
 
-    A tool class may also declare ``traits`` (``tools.traits``) and, in this package,
+    A tool class may also declare ``traits`` (``toolkit.traits``) and, in the ``tools`` package,
     ``default: ClassVar[bool] = True`` to be one of ``default_toolset()``'s tools.
     """
 

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from contextengine.errors import WorkspaceError
-from contextengine.tools.workspace import OutsideWorkspace, PathRefused, Workspace
+from contextengine.toolkit.workspace import OutsideWorkspace, PathRefused, Workspace
 
 
 @pytest.fixture

@@ -3,11 +3,11 @@
 import json
 from pathlib import Path
 
-from contextengine.memory.tools import with_memory_tools
 from contextengine.memory.working_memory import FINDINGS, WorkingMemory
+from contextengine.toolkit.workspace import Workspace
 from contextengine.tools.context import ToolContext
+from contextengine.tools.memory import with_memory_tools
 from contextengine.tools.registry import default_toolset
-from contextengine.tools.workspace import Workspace
 from contextengine.types import ToolCall
 
 TOOLSET = with_memory_tools(default_toolset())

@@ -2,7 +2,7 @@
 
 A mask allows tools by exact name or by group prefix (an entry ending in ``_`` such as
 ``file_``); an entry ``@read`` (any category) stands for the tools whose traits declare it,
-resolved against the session's tools before the mask is used (``tools.modes.MaskRules``). The tools in every request stay the same; providers enforce the mask at
+resolved against the session's tools before the mask is used (``toolkit.modes.MaskRules``). The tools in every request stay the same; providers enforce the mask at
 decode time, and the guard refuses any call outside it.
 """
 

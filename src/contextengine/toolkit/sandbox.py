@@ -23,10 +23,7 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from contextengine.config import Config
+from typing import Protocol
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -35,6 +32,25 @@ OPT_OUT = "set sandbox = false (or CONTEXTENGINE_SANDBOX=false) to run commands 
 SELF_CHECK_TIMEOUT_S = 10.0
 END_TIMEOUT_S = 5.0
 MIB = 1024 * 1024
+
+
+class SandboxSettings(Protocol):
+    """The settings a policy is read from (``Config`` has them; the sandbox never imports it)."""
+
+    @property
+    def sandbox(self) -> bool: ...
+    @property
+    def sandbox_network(self) -> bool: ...
+    @property
+    def sandbox_read_only_paths(self) -> Sequence[str]: ...
+    @property
+    def sandbox_memory_mb(self) -> int: ...
+    @property
+    def sandbox_cpu_s(self) -> int: ...
+    @property
+    def sandbox_file_size_mb(self) -> int: ...
+    @property
+    def sandbox_bwrap(self) -> str: ...
 
 
 class SandboxUnavailable(Exception):
@@ -54,7 +70,9 @@ class SandboxPolicy:
     bwrap: str = "bwrap"
 
     @classmethod
-    def from_config(cls, config: Config, hidden_paths: Iterable[Path] = ()) -> SandboxPolicy | None:
+    def from_config(
+        cls, config: SandboxSettings, hidden_paths: Iterable[Path] = ()
+    ) -> SandboxPolicy | None:
         """The policy ``config`` asks for; ``None`` when the sandbox is switched off."""
         if not config.sandbox:
             return None

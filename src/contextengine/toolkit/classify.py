@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 
-from contextengine.tools.base import ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 
 TRACEBACK_HEADER = "Traceback (most recent call last):"
+STDERR_TAIL_LINES = 20
+STDERR_TAIL_CHARS = 3000  # twenty lines of a log or of JSON can be longer than a message should
 
 _CODE_CLASSES = {
     "invalid_arguments": "invalid_tool_call",
@@ -120,3 +122,9 @@ def error_tail(text: str, lines: int, *, chars: int | None = None) -> str:
     if chars is None or len(tail) <= chars:
         return tail
     return "…" + tail[-(chars - 1) :]
+
+
+def stderr_tail(stderr: str) -> str:
+    """The end of a failed command's stderr that its error message quotes verbatim (R5.1):
+    its last ``STDERR_TAIL_LINES`` lines, at most ``STDERR_TAIL_CHARS`` characters."""
+    return error_tail(stderr, STDERR_TAIL_LINES, chars=STDERR_TAIL_CHARS)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from contextengine.tools.confine import (
+from contextengine.toolkit.confine import (
     ConfinedRoot,
     OutsideWorkspace,
     PathRefused,
