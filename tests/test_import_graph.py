@@ -31,7 +31,7 @@ ROOT = "contextengine"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
-        "errors untrusted",
+        "errors untrusted text",
         "types canonical",
         "toolkit",
         "config prices",

@@ -21,7 +21,7 @@ from contextengine.agent.events import (
     ToolResultEvent,
     UsageEvent,
 )
-from contextengine.memory.plan import clip
+from contextengine.text import clip
 
 RESULT_LINES = 3
 _TAG = re.compile(r"^</?[A-Za-z_][\w-]*>$")

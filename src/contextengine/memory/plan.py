@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextengine.context.tokens import count_tokens, cut_at_line
 from contextengine.errors import PlanUpdateError
+from contextengine.text import one_line
 
 TodoStatus = Literal["pending", "in_progress", "done", "failed"]
 """A plan step's status; ``todo_write`` sets the same four."""
@@ -41,16 +42,6 @@ _FIELD = re.compile(r"^\*\*([^*]+)\*\*:\s*(.*?)\s*$")
 _BULLET = re.compile(r"^\s*[-*+]\s+(.*?)\s*$")
 _RISK = re.compile(r"^[-*+]\s+Risk:\s*(.*?)\s*$")
 _MITIGATION = re.compile(r"^\s+[-*+]\s+Mitigation:\s*(.*?)\s*$")
-
-
-def one_line(text: str) -> str:
-    """``text`` with every run of whitespace (newlines included) made one space."""
-    return " ".join(text.split())
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class _Frozen(BaseModel):

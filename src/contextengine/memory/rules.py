@@ -29,7 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from contextengine.memory.plan import clip
 from contextengine.memory.status import MEMORY_NAMES
 from contextengine.session.entries import (
     AssistantEntry,
@@ -42,6 +41,7 @@ from contextengine.session.entries import (
     UserEntry,
 )
 from contextengine.session.log import LogRecord
+from contextengine.text import clip
 from contextengine.toolkit.command_line import simple_commands
 from contextengine.toolkit.traits import UNDECLARED, ToolTraits
 

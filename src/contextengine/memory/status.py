@@ -11,7 +11,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from contextengine.memory.plan import MARKS, Plan, PlanStep, one_line
+from contextengine.memory.plan import MARKS, Plan, PlanStep
+from contextengine.text import one_line
 
 OBJECTIVE_CHARS = 80
 HEADING = "## Task status"

@@ -15,6 +15,7 @@ from contextengine.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.errors import BrokenReplyError, ConfigError, MissingAPIKeyError, ProviderError
 from contextengine.session.render import PROVIDER_ITEMS
+from contextengine.text import one_line as single_line
 from contextengine.types import ReasoningEffort, ReplyEvent
 from contextengine.untrusted import parse_json, valid_text
 
@@ -140,7 +141,7 @@ def plain_text(content: Any) -> str:
 
 def one_line(text: object) -> str:
     """``text`` on a single line, for error messages built from server replies."""
-    return valid_text(" ".join(str(text).split()))
+    return valid_text(single_line(str(text)))
 
 
 def read_stream(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextengine.canonical import canonical_json
-from contextengine.memory.plan import clip, one_line
+from contextengine.text import clip, one_line
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.classify import error_tail
 from contextengine.toolkit.traits import ToolTraits

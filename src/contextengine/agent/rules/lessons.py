@@ -15,8 +15,8 @@ from contextengine.agent.rules.calls import (
     error_text,
 )
 from contextengine.memory.lessons import Lesson, LessonStore
-from contextengine.memory.plan import clip, one_line
 from contextengine.session.entries import AssistantEntry
+from contextengine.text import clip, one_line
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.types import ToolCall
 

@@ -8,9 +8,9 @@ import subprocess
 from contextengine.agent.events import RunResult
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
-from contextengine.memory.plan import one_line
 from contextengine.memory.versions import MemoryRepo
 from contextengine.session.entries import UserEntry
+from contextengine.text import one_line
 
 logger = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ from contextengine.agent.rules.calls import (
     error_class_of,
     error_text,
 )
-from contextengine.memory.plan import clip, one_line
 from contextengine.memory.rules import STRIKES
 from contextengine.memory.status import objective_of
 from contextengine.memory.templates import fence
 from contextengine.session.entries import ErrorEntry
 from contextengine.session.log import LogRecord
+from contextengine.text import clip, one_line
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.types import ToolCall
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
-from contextengine.memory.plan import clip
 from contextengine.memory.reboot import human_help, reboot_prompt
 from contextengine.memory.status import objective_of
 from contextengine.memory.working_memory import PROGRESS
+from contextengine.text import clip
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.types import ToolCall
 
