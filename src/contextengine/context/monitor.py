@@ -16,8 +16,23 @@ from contextengine.context.request import Request
 from contextengine.context.tokens import estimate_tokens
 
 BreakCause = Literal[
-    "tools_changed", "l1_changed", "l2_changed", "history_rewritten", "compaction", "prune"
+    "tools_changed",
+    "l1_changed",
+    "l2_changed",
+    "history_rewritten",
+    "compaction",
+    "prune",
+    "timestamp",
+    "request_id",
+    "system_prompt_changed",
+    "tools_reordered",
+    "tool_edited",
+    "key_order",
 ]
+"""Why a request stopped sharing its prefix: the one vocabulary of the engine's own monitor
+(which part of its layout changed: the first six) and of the profiler reading any client's
+requests (``contextengine.measure.break_cause``: ``tools_changed``, ``history_rewritten`` and
+the last six, each with its fix)."""
 
 SNIPPET_CHARS = 60
 

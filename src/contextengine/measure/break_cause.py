@@ -13,24 +13,14 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from contextengine.canonical import canonical_json
+from contextengine.context.monitor import BreakCause
 from contextengine.context.scrub import scrub_report
 from contextengine.measure.segments import RequestShape, Segment, tool_name
 
-Cause = Literal[
-    "timestamp",
-    "request_id",
-    "system_prompt_changed",
-    "tools_reordered",
-    "tool_edited",
-    "tools_changed",
-    "key_order",
-    "history_rewritten",
-]
-
-FIXES: dict[Cause, str] = {
+FIXES: dict[BreakCause, str] = {
     "timestamp": "Move the date or time out of the prompt's prefix: send it in the latest "
     "message (or round it to the day).",
     "request_id": "Keep request-specific ids out of the system prompt and first message: send "
@@ -46,6 +36,13 @@ FIXES: dict[Cause, str] = {
     "fixed separators).",
     "history_rewritten": "Keep history append-only: compact rarely and all at once instead of "
     "trimming or editing old messages on every request.",
+    "l1_changed": "Keep the system prompt byte-identical across requests; put what changes in "
+    "the latest message.",
+    "l2_changed": "Keep the project context after the system prompt fixed for the session; "
+    "refresh it only when history is compacted.",
+    "compaction": "Compact rarely and all at once: each compaction starts a new prefix.",
+    "prune": "Prune only when the shorter prefix is reused by enough later requests to pay "
+    "back the tokens read again.",
 }
 
 SNIPPET_BEFORE = 30
@@ -56,10 +53,10 @@ _TIMESTAMP_KINDS = frozenset({"date", "time"})
 
 
 @dataclass(frozen=True)
-class BreakCause:
+class BreakExplanation:
     """The cause of one break: a code, where, what changed (snippet), why in words, the fix."""
 
-    cause: Cause
+    cause: BreakCause
     message_index: int | None
     description: str
     snippet: str
@@ -70,39 +67,41 @@ class BreakCause:
         return FIXES[self.cause]
 
 
-def explain_break(prev: RequestShape, cur: RequestShape, segment: int, offset: int) -> BreakCause:
+def explain_break(
+    prev: RequestShape, cur: RequestShape, segment: int, offset: int
+) -> BreakExplanation:
     """The cause of a divergence at ``prev.segments[segment]``, char ``offset`` into it."""
     old = prev.segments[segment]
     new = cur.segments[segment] if segment < len(cur.segments) else None
     snippet = _snippet(old.text, new.text if new else "", offset)
     if old.kind == "tool" or (new is not None and new.kind == "tool"):
         cause, words = _tools_cause(prev.tools, cur.tools)
-        return BreakCause(cause, None, words, snippet)
+        return BreakExplanation(cause, None, words, snippet)
     where = "the system prompt" if old.kind == "system" else f"message {old.index}"
     early = old.kind == "system" or old is prev.first_message
     index = old.index
     if new is None:
         words = f"history rewritten at message {index}: it and later messages were removed"
-        return BreakCause("history_rewritten", index, words, snippet)
+        return BreakExplanation("history_rewritten", index, words, snippet)
     if _canonical(old.value) == _canonical(new.value):
         part = "tool arguments" if _has_tool_calls(old.value) else "JSON"
         words = f"non-canonical JSON key order in the {part} of {where}: same content, other order"
-        return BreakCause("key_order", index, words, snippet)
+        return BreakExplanation("key_order", index, words, snippet)
     dynamic = _dynamic_kinds(old.text, new.text)
     if early and dynamic & _TIMESTAMP_KINDS:
-        return BreakCause("timestamp", index, f"a timestamp in {where}", snippet)
+        return BreakExplanation("timestamp", index, f"a timestamp in {where}", snippet)
     if early and (dynamic - _TIMESTAMP_KINDS or _id_changed_at(old.text, new.text, offset)):
         words = f"a request-specific id early in the prompt ({where})"
-        return BreakCause("request_id", index, words, snippet)
+        return BreakExplanation("request_id", index, words, snippet)
     if old.kind == "system":
         words = f"system prompt changed at character {offset} of {old.label}"
-        return BreakCause("system_prompt_changed", index, words, snippet)
+        return BreakExplanation("system_prompt_changed", index, words, snippet)
     how = "changed" if _same_slot(old.value, new.value) else "removed or replaced"
     words = f"history rewritten at message {index}: an earlier message was {how} (compaction or truncation)"
-    return BreakCause("history_rewritten", index, words, snippet)
+    return BreakExplanation("history_rewritten", index, words, snippet)
 
 
-def _tools_cause(old: tuple[Segment, ...], new: tuple[Segment, ...]) -> tuple[Cause, str]:
+def _tools_cause(old: tuple[Segment, ...], new: tuple[Segment, ...]) -> tuple[BreakCause, str]:
     old_tools = {tool_name(s.value) or s.label: _canonical(s.value) for s in old}
     new_tools = {tool_name(s.value) or s.label: _canonical(s.value) for s in new}
     if sorted(old_tools.values()) == sorted(new_tools.values()):

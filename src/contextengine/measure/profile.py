@@ -18,7 +18,7 @@ from typing import Any
 
 from contextengine.context.monitor import common_prefix_len
 from contextengine.context.tokens import count_tokens, shared_counter
-from contextengine.measure.break_cause import BreakCause, explain_break
+from contextengine.measure.break_cause import BreakExplanation, explain_break
 from contextengine.measure.capture import CapturedRequest, CapturedUsage
 from contextengine.measure.segments import RequestShape, request_shape
 from contextengine.prices import model_prices
@@ -30,7 +30,7 @@ OPEN_CONVERSATIONS = 64
 class BreakReport:
     """One cache break: its cause, where, the diff, the tokens re-read and their cost."""
 
-    cause: BreakCause
+    cause: BreakExplanation
     lost_tokens: int
     cost_usd: float | None
 
