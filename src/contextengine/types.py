@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -54,6 +55,57 @@ class Usage:
     def uncached_tokens(self) -> int:
         """Prompt tokens that were neither read from nor written to the cache."""
         return max(0, self.input_tokens - self.cached_tokens - self.cache_write_tokens)
+
+    def token_counts(self) -> dict[str, int]:
+        """The four token counts, JSON-ready (what capture files and profiles record)."""
+        return {
+            "input_tokens": self.input_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+    @classmethod
+    def from_wire(cls, usage: object, latency_s: float = 0.0, model: str = "") -> Usage | None:
+        """Usage in any provider's wire form (Chat Completions, Responses, Anthropic Messages)
+        or already normalized; ``None`` when ``usage`` is none of them. Anthropic's
+        ``input_tokens`` leaves out the cached and cache-written parts, so they are added."""
+        if not isinstance(usage, Mapping):
+            return None
+        if "prompt_tokens" in usage:  # Chat Completions
+            details = usage.get("prompt_tokens_details")
+            cached = _count(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
+            prompt, output = (
+                _count(usage.get("prompt_tokens")),
+                _count(usage.get("completion_tokens")),
+            )
+            return cls(prompt, cached, 0, output, latency_s, model)
+        if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
+            read = _count(usage.get("cache_read_input_tokens"))
+            written = _count(usage.get("cache_creation_input_tokens"))
+            total = _count(usage.get("input_tokens")) + read + written
+            return cls(total, read, written, _count(usage.get("output_tokens")), latency_s, model)
+        if "input_tokens" not in usage:
+            return None
+        details = usage.get("input_tokens_details")
+        cached = (
+            _count(details.get("cached_tokens"))
+            if isinstance(details, Mapping)
+            else _count(usage.get("cached_tokens"))
+        )
+        return cls(
+            _count(usage.get("input_tokens")),
+            cached,
+            _count(usage.get("cache_write_tokens")),
+            _count(usage.get("output_tokens")),
+            latency_s,
+            model,
+        )
+
+
+def _count(value: object) -> int:
+    """A wire token count: a positive integer, else 0 (usage from outside is never trusted)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 FinishReason = Literal["stop", "tool_calls", "length", "error", "other"]

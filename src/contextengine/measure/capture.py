@@ -2,7 +2,7 @@
 
 A line is either a bare request body or ``{"request": BODY, "response"?: ..., "usage"?:
 ...}`` (what ``contextengine proxy`` writes). Usage may be in any provider's form (Chat
-Completions, Responses, Anthropic Messages) or already normalized; ``normalize_usage``
+Completions, Responses, Anthropic Messages) or already normalized; ``Usage.from_wire``
 turns each into one shape where ``input_tokens`` is the whole prompt, cached part included.
 """
 
@@ -14,21 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from contextengine.measure.segments import CaptureFormatError
+from contextengine.types import Usage
 from contextengine.untrusted import parse_json
-
-
-@dataclass(frozen=True)
-class CapturedUsage:
-    """Token usage of one call: the whole prompt, its cached and cache-written parts, output."""
-
-    input_tokens: int
-    cached_tokens: int = 0
-    cache_write_tokens: int = 0
-    output_tokens: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        """A JSON-ready form."""
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -36,7 +23,7 @@ class CapturedRequest:
     """One captured request body and, when known, its usage."""
 
     body: Mapping[str, Any]
-    usage: CapturedUsage | None = None
+    usage: Usage | None = None
 
 
 def load_capture(path: Path) -> list[CapturedRequest]:
@@ -69,39 +56,4 @@ def captured_request(value: Any) -> CapturedRequest:
     response = value.get("response")
     if usage is None and isinstance(response, Mapping):
         usage = response.get("usage")
-    return CapturedRequest(body, normalize_usage(usage))
-
-
-def normalize_usage(usage: Any) -> CapturedUsage | None:
-    """Usage in any provider's form (or already normalized) as ``CapturedUsage``."""
-    if not isinstance(usage, Mapping):
-        return None
-    if "prompt_tokens" in usage:  # Chat Completions
-        details = usage.get("prompt_tokens_details")
-        cached = _count(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
-        return CapturedUsage(
-            _count(usage.get("prompt_tokens")), cached, 0, _count(usage.get("completion_tokens"))
-        )
-    if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
-        read = _count(usage.get("cache_read_input_tokens"))
-        written = _count(usage.get("cache_creation_input_tokens"))
-        total = _count(usage.get("input_tokens")) + read + written  # Anthropic: input excludes
-        return CapturedUsage(total, read, written, _count(usage.get("output_tokens")))
-    details = usage.get("input_tokens_details")
-    cached = (
-        _count(details.get("cached_tokens"))
-        if isinstance(details, Mapping)
-        else _count(usage.get("cached_tokens"))
-    )
-    if "input_tokens" not in usage:
-        return None
-    return CapturedUsage(
-        _count(usage.get("input_tokens")),
-        cached,
-        _count(usage.get("cache_write_tokens")),
-        _count(usage.get("output_tokens")),
-    )
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return CapturedRequest(body, Usage.from_wire(usage))

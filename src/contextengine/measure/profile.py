@@ -19,9 +19,10 @@ from typing import Any
 from contextengine.context.monitor import common_prefix_len
 from contextengine.context.tokens import count_tokens, shared_counter
 from contextengine.measure.break_cause import BreakExplanation, explain_break
-from contextengine.measure.capture import CapturedRequest, CapturedUsage
+from contextengine.measure.capture import CapturedRequest
 from contextengine.measure.segments import RequestShape, request_shape
 from contextengine.prices import model_prices
+from contextengine.types import Usage
 
 OPEN_CONVERSATIONS = 64
 
@@ -57,7 +58,7 @@ class RequestProfile:
     model: str
     total_tokens: int
     reusable_tokens: int
-    usage: CapturedUsage | None = None
+    usage: Usage | None = None
     cache_break: BreakReport | None = None
     tail_replaced: bool = False
 
@@ -70,7 +71,7 @@ class RequestProfile:
             "model": self.model,
             "total_tokens": self.total_tokens,
             "reusable_tokens": self.reusable_tokens,
-            "usage": self.usage.as_dict() if self.usage else None,
+            "usage": self.usage.token_counts() if self.usage else None,
             "break": self.cache_break.as_dict() if self.cache_break else None,
             "tail_replaced": self.tail_replaced,
         }

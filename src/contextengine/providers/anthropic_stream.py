@@ -54,7 +54,12 @@ class MessageAccumulator:
         self.blocks: dict[int, _Block] = {}
         self.stop: str | None = None
         self.stopped = False
-        self.usage: dict[str, int] = {}
+        # Anthropic's counters, zero until the stream reports them; the cache ones mark the
+        # form for ``Usage.from_wire`` even when a stream leaves them out.
+        self.usage: dict[str, int] = {
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        }
 
     def add(self, event: Any) -> Sequence[ReplyEvent]:
         kind = event.type
@@ -109,20 +114,12 @@ class MessageAccumulator:
             for b in ordered
             if b.kind == "tool_use"
         )
-        read = self.usage.get("cache_read_input_tokens", 0)
-        written = self.usage.get("cache_creation_input_tokens", 0)
         return ModelReply(
             content="".join("".join(b.parts) for b in ordered if b.kind == "text"),
             tool_calls=calls,
             reasoning="".join("".join(b.parts) for b in ordered if b.kind == "thinking"),
-            usage=Usage(
-                input_tokens=self.usage.get("input_tokens", 0) + read + written,
-                cached_tokens=read,
-                cache_write_tokens=written,
-                output_tokens=self.usage.get("output_tokens", 0),
-                latency_s=latency_s,
-                model=model,
-            ),
+            usage=Usage.from_wire(self.usage, latency_s, model)
+            or Usage(latency_s=latency_s, model=model),
             finish_reason=_STOP.get(self.stop or "end_turn", "other"),
             provider_items=tuple(b.provider_item() for b in ordered if b.kind in THINKING_BLOCKS),
         )

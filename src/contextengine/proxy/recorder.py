@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from contextengine.context.tokens import shared_counter
-from contextengine.measure.capture import CapturedRequest, CapturedUsage, normalize_usage
+from contextengine.measure.capture import CapturedRequest
 from contextengine.measure.profile import CacheProfiler
 from contextengine.measure.segments import CaptureFormatError
+from contextengine.types import Usage
 
 RECENT_REQUESTS = 50
 
@@ -50,7 +51,7 @@ class Recorder:
             "request": request,
             "path": path,
             "response_status": status,
-            "usage": usage.as_dict() if usage else None,
+            "usage": usage.token_counts() if usage else None,
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
         }
         with self._lock:
@@ -78,17 +79,17 @@ class Recorder:
         self._worker.shutdown(wait=True)
 
 
-def json_usage(response: bytes) -> CapturedUsage | None:
+def json_usage(response: bytes) -> Usage | None:
     """Usage from a JSON response body (any of the three wire formats)."""
     value = _json(response)
     if not isinstance(value, Mapping):
         return None
     nested = value.get("response")  # a Responses API body may nest it
     usage = value.get("usage") or (nested.get("usage") if isinstance(nested, Mapping) else None)
-    return normalize_usage(usage)
+    return Usage.from_wire(usage)
 
 
-def sse_usage(stream: bytes) -> CapturedUsage | None:
+def sse_usage(stream: bytes) -> Usage | None:
     """Usage from a finished event stream: every ``usage`` seen, later values winning.
 
     Chat Completions sends it in the last chunk, Responses in ``response.completed``,
@@ -108,7 +109,7 @@ def sse_usage(stream: bytes) -> CapturedUsage | None:
             usage = holder.get("usage") if isinstance(holder, Mapping) else None
             if isinstance(usage, Mapping):
                 merged.update({k: v for k, v in usage.items() if v is not None})
-    return normalize_usage(merged) if merged else None
+    return Usage.from_wire(merged) if merged else None
 
 
 def _json(data: bytes) -> Any:
