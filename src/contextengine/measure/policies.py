@@ -43,8 +43,8 @@ class Preview:
             return "\n".join([*head, f"... [{omitted} lines truncated] ...", *tail])
         if len(text) <= self.head_chars + self.tail_chars:
             return text
-        tail = text[len(text) - self.tail_chars :] if self.tail_chars else ""
-        return f"{text[: self.head_chars]}\n... [truncated] ...\n{tail}".rstrip("\n")
+        end = text[len(text) - self.tail_chars :] if self.tail_chars else ""
+        return f"{text[: self.head_chars]}\n... [truncated] ...\n{end}".rstrip("\n")
 
 
 @dataclass(frozen=True)

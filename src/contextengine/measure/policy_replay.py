@@ -124,21 +124,23 @@ class _PolicyRun:
 
     # the view
 
-    def _entries(self, full: Request) -> list[Entry]:
+    def _entries(self, full: Request, *, cleared: bool = True) -> list[Entry]:
+        """The view of ``full``: the summary in place of what it replaced, spilled results
+        as stubs and (``cleared``) cleared ones as placeholders."""
         messages = full.messages
         shown: list[Entry] = [(0, messages[0])]
         if self.summary is not None:
             shown += [(k, messages[k]) for k in self.kept]
             shown.append((None, self.summary))
         shown += [(k, messages[k]) for k in range(self.upto, len(messages))]
-        return [(k, m if k is None else self._shown(k, m)) for k, m in shown]
+        return [(k, m if k is None else self._shown(k, m, cleared)) for k, m in shown]
 
-    def _shown(self, k: int, message: dict[str, Any]) -> dict[str, Any]:
+    def _shown(self, k: int, message: dict[str, Any], cleared: bool) -> dict[str, Any]:
         if not is_result(message):
             return message
         message = self._spilled(k, message)
         clear = self.policy.clear
-        if clear is not None and k in self.cleared:
+        if cleared and clear is not None and k in self.cleared:
             return _placeholder(k, message, clear)
         return message
 
@@ -188,10 +190,14 @@ class _PolicyRun:
     # the moves
 
     def _clear(self, full: Request, clear: Clear) -> None:
+        # the trigger reads the request as the client holds it (an API edit is the
+        # server's: the client sends every result in full)
+        if clear.trigger_tokens and (
+            sum(self._tokens(full, self._entries(full, cleared=False))) < clear.trigger_tokens
+        ):
+            return
         entries = self._entries(full)
         tokens = self._tokens(full, entries)
-        if sum(tokens) < clear.trigger_tokens:
-            return
         results = [i for i, (k, m) in enumerate(entries) if k is not None and is_result(m)]
         if clear.protect_latest and results and results[-1] == len(entries) - 1:
             results.pop()
@@ -254,9 +260,7 @@ class _PolicyRun:
         head = [i for i in history if entries[i][0] is not None][: compact.keep_first]
         start = self.upto if self.summary is not None else 1
         suffix = [
-            i
-            for i in history
-            if i not in head and (k := entries[i][0]) is not None and k >= start
+            i for i in history if i not in head and (k := entries[i][0]) is not None and k >= start
         ]
         tails: list[int] = []
         if by_messages and compact.keep_messages is not None:
