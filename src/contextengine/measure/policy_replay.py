@@ -167,8 +167,10 @@ class _PolicyRun:
         originals = full.messages
         chunks = [full.chunks[0] if tools else canonical_json([])]
         for k, message in entries:
-            same = k is not None and message is originals[k]
-            chunks.append(full.chunks[k + 1] if same and k is not None else canonical_json(message))
+            if k is not None and message is originals[k]:
+                chunks.append(full.chunks[k + 1])  # unchanged: the very chunk full_history sent
+            else:
+                chunks.append(canonical_json(message))
         chunks += [canonical_json(m) for m in extra]
         persisted = len(entries)
         return Request(
