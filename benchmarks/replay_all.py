@@ -2,11 +2,13 @@
 
 Rows: the default config; each component off in turn; every component off (which is the
 ``full_history`` baseline, so it reads 1.00x); each history mode; the defaults with a small
-context window (compaction at work); and the two baselines. Columns: in total over the files,
+context window (compaction at work); and the baselines: ``full_history``,
+``sliding_window`` and each production policy (``docs/baselines.md``). Columns: in total over the files,
 cost relative to ``full_history`` (sum of costs / sum of ``full_history`` costs), cost
 relative to the floor (every content token paid once, uncached), mean reference recall (over
 files), cache breaks outside compaction / caused by compaction, the least-cached compaction
-summary request; then per file, cost relative to ``full_history`` / reference recall.
+summary request; then per file, cost relative to ``full_history`` / reference recall, for
+the default config and the sliding window, and for every production policy.
 Costs are input costs (cache reads + writes + uncached): the output tokens are the
 recorded model's and the same under every strategy; the all-in ratio is shown beside.
 
@@ -34,6 +36,7 @@ from typing import Any
 
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.errors import ContextEngineError
+from contextengine.measure.policies import POLICIES
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import load_trajectory
@@ -79,6 +82,7 @@ def configs(window: int, history_mode: str | None) -> list[tuple[str, Config | N
     rows.append((f"engine, window {window:,}", default.with_flags(context_window=window)))
     rows.append(("baseline full_history", None))
     rows.append(("baseline sliding_window", None))
+    rows += [(f"baseline {policy.name}", None) for policy in POLICIES]
     return rows
 
 
@@ -165,7 +169,7 @@ def table(files: list[Path], rows: list[Row], full: list[StrategyResult]) -> str
             f"{min(summaries):.0%} ({len(summaries)})" if summaries else "-",
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", per_file(files, rows, full)]
+    lines += ["", per_file(files, rows, full), "", per_file_policies(files, rows, full)]
     return "\n".join(lines)
 
 
@@ -183,6 +187,23 @@ def per_file(files: list[Path], rows: list[Row], full: list[StrategyResult]) -> 
             f"| {e.input_cost_usd / f.input_cost_usd:.3f}x | {_recall(e)} | {len(e.prunes)} "
             f"| {w.input_cost_usd / f.input_cost_usd:.3f}x | {_recall(w)} |"
         )
+    return "\n".join(lines)
+
+
+def per_file_policies(files: list[Path], rows: list[Row], full: list[StrategyResult]) -> str:
+    """Each production policy, file by file: input cost / full history and recall."""
+    names = [policy.name for policy in POLICIES]
+    found = {row.label.removeprefix("baseline "): row.results for row in rows}
+    lines = [
+        "| file | " + " | ".join(f"{name} (input / full, recall)" for name in names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for k, (path, f) in enumerate(zip(files, full, strict=True)):
+        cells = [
+            f"{r.input_cost_usd / f.input_cost_usd:.3f}x, {_recall(r)}"
+            for r in (found[name][k] for name in names)
+        ]
+        lines.append(f"| {path.stem} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -45,7 +45,7 @@ def test_replay_json_of_a_shipped_sample_has_every_key_for_engine_and_baselines(
     figures = run_json(NATIVE_SAMPLE, "--dump", tmp_path)
     recording = json.loads(NATIVE_SAMPLE.read_text(encoding="utf-8"))
     assert set(figures) >= KEYS
-    assert set(figures["baselines"]) == {"full_history", "sliding_window"}
+    assert {"full_history", "sliding_window"} <= set(figures["baselines"])
     for baseline in figures["baselines"].values():
         assert set(baseline) >= KEYS
         assert baseline["steps"] == len(recording["steps"])

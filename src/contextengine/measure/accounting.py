@@ -83,13 +83,13 @@ class CacheAccountant:
 
     def charge(self, request: Request, output_tokens: int) -> CallCost:
         """The cost of ``request`` given the main request charged before it."""
-        tokens = self._tokens(request)
+        tokens = self.chunk_tokens(request)
         total = sum(tokens)
         persisted = sum(tokens[: request.persisted_chunks])
         previous = self._previous
         prefix = ideal = written = 0
         if previous is not None:
-            prev_tokens = self._tokens(previous)
+            prev_tokens = self.chunk_tokens(previous)
             written = sum(prev_tokens[: previous.persisted_chunks])
             prefix = min(total, self._prefix_tokens(previous, request, tokens))
             ideal = max(prefix, min(written, total))
@@ -116,10 +116,10 @@ class CacheAccountant:
 
     def _readable(self, earlier: Request, request: Request, tokens: list[int]) -> int:
         """Tokens of ``request`` served by what ``earlier`` wrote to the cache."""
-        written = sum(self._tokens(earlier)[: earlier.persisted_chunks])
+        written = sum(self.chunk_tokens(earlier)[: earlier.persisted_chunks])
         return min(self._prefix_tokens(earlier, request, tokens), written, sum(tokens))
 
-    def _tokens(self, request: Request) -> list[int]:
+    def chunk_tokens(self, request: Request) -> list[int]:
         """Tokens per chunk (cached per chunk string: history chunks repeat every step)."""
         out: list[int] = []
         for k, chunk in enumerate(request.chunks):

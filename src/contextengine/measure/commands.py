@@ -77,7 +77,10 @@ def replay_command(
             dump=dump,
             on_step=lambda name, step: progress.update(bars[name], completed=step + 1),
         )
-    Console(highlight=False, soft_wrap=True).print(_replay_table(result.as_dict()))
+    figures = result.as_dict()
+    out = Console(highlight=False, soft_wrap=True)
+    out.print(_replay_table(figures))
+    out.print(_policies_table(figures))
 
 
 _ROWS = (
@@ -97,9 +100,13 @@ _ROWS = (
 )
 
 
+# the baselines beside the engine in the main table; the policies get a table of their own
+_COLUMNS = ("full_history", "sliding_window")
+
+
 def _replay_table(figures: dict[str, Any]) -> Table:
     full = figures["baselines"]["full_history"]
-    columns = {"engine": figures, **figures["baselines"]}
+    columns = {"engine": figures, **{n: figures["baselines"][n] for n in _COLUMNS}}
     table = Table(
         title=f"replay {figures['trajectory']} ({figures['history_mode']} history, "
         f"{figures['prices']} prices)",
@@ -117,6 +124,28 @@ def _replay_table(figures: dict[str, Any]) -> Table:
         )
     table.add_row("cache breaks", *(_breaks(col["cache_breaks"]) for col in columns.values()))
     table.add_row("side calls", *(_sides(col["side_calls"]) for col in columns.values()))
+    return table
+
+
+def _policies_table(figures: dict[str, Any]) -> Table:
+    """The production policies (docs/baselines.md), one row each, against full history."""
+    full = figures["baselines"]["full_history"]
+    table = Table(title="production policies on the same recording", title_justify="left")
+    table.add_column("policy", no_wrap=True)
+    for header in ("input cost", "vs full", "recall", "breaks", "side calls"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for name, col in figures["baselines"].items():
+        if name in _COLUMNS:
+            continue
+        ratio = col["input_cost_usd"] / full["input_cost_usd"] if full["input_cost_usd"] else 0
+        table.add_row(
+            name,
+            f"${col['input_cost_usd']:.4f}",
+            f"{ratio:.3f}x",
+            _cell("{:.3f}", col["reference_recall"]),
+            str(len(col["cache_breaks"])),
+            str(len(col["side_calls"])),
+        )
     return table
 
 

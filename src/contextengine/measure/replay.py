@@ -2,8 +2,9 @@
 
 The engine run uses the chosen config; ``full_history`` is the same run with every
 component off (a plain append-only chat, nothing compressed); ``sliding_window`` keeps
-system + task + the last 8 messages of that chat. All three are charged by one cache
-model (``accounting``) and checked for reference recall (``recall``).
+system + task + the last 8 messages of that chat; each production policy of
+``measure.policies`` is that chat as the policy would send it (``policy_replay``). All are
+charged by one cache model (``accounting``) and checked for reference recall (``recall``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from contextengine.measure.playback import (
     ReplayScript,
     output_text,
 )
+from contextengine.measure.policies import POLICIES
+from contextengine.measure.policy_replay import policy_calls
 from contextengine.measure.recall import mean_recall, request_text, step_recall, step_references
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
@@ -119,7 +122,7 @@ def replay(
     """Replay ``trajectory`` with ``config`` and with the baselines; ``dump`` writes the
     engine's requests (``request-%04d.json``) and side calls (``side-%04d.json``)."""
     config = config if config is not None else Config()
-    replayer = Replayer(trajectory, prices=prices, counter=counter)
+    replayer = Replayer(trajectory, prices=prices, counter=counter, window=config.context_window)
     engine = replayer.engine(config, dump=dump, on_step=_tagged(on_step, "engine"))
     return ReplayResult(
         trajectory=name,
@@ -140,8 +143,11 @@ class Replayer:
         *,
         prices: str = RECORDED,
         counter: TokenCounter | None = None,
+        window: int | None = None,
     ) -> None:
         self.trajectory = trajectory
+        # the context window the policies' triggers see (the default config's unless given)
+        self.window = window if window is not None else Config().context_window
         self.counter = counter or TokenCounter()
         self.prices = replay_prices(prices, trajectory.model)  # "recorded" resolved
         self._figures = _Figures(trajectory, self.counter, self.prices)
@@ -176,7 +182,8 @@ class Replayer:
     def baselines(
         self, *, on_step: Callable[[int], None] | None = None
     ) -> dict[str, StrategyResult]:
-        """``full_history`` and ``sliding_window`` (computed on first use)."""
+        """``full_history``, ``sliding_window`` and every policy of ``POLICIES``
+        (computed on first use)."""
         if self._baselines is None:
             plain = replay_engine(
                 self.trajectory, Config(enabled=False), self.counter, on_step=on_step
@@ -194,6 +201,9 @@ class Replayer:
                 "full_history": self._figures.of(plain),
                 "sliding_window": self._figures.of(window),
             }
+            for policy in POLICIES:
+                calls = policy_calls(policy, plain, CacheAccountant(self.counter), self.window)
+                self._baselines[policy.name] = self._figures.of(calls)
         return self._baselines
 
 

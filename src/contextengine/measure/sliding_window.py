@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from contextengine.context.request import Request, Segments
 
 WINDOW_MESSAGES = 8
@@ -15,8 +18,7 @@ def sliding_window(request: Request, keep: int = WINDOW_MESSAGES) -> Request:
     messages = request.messages
     start = max(2, len(messages) - keep)
     if start > 2:
-        while start < len(messages) and messages[start].get("role") == "tool":
-            start += 1
+        start = window_start(messages, start)
     kept = [0, 1, *range(start, len(messages))]
     head_chars = sum(len(c) for c in request.chunks[:3])
     return Request(
@@ -29,3 +31,11 @@ def sliding_window(request: Request, keep: int = WINDOW_MESSAGES) -> Request:
         persisted_chars=head_chars,
         epoch=request.epoch,
     )
+
+
+def window_start(messages: Sequence[Mapping[str, Any]], start: int) -> int:
+    """The first index from ``start`` on where a kept tail of ``messages`` may begin: not
+    a tool result, whose call would be cut away."""
+    while start < len(messages) and messages[start].get("role") == "tool":
+        start += 1
+    return start
