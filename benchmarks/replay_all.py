@@ -42,7 +42,8 @@ from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import load_trajectory
 from contextengine.prices import RECORDED, prices_for
 
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "bench" / "trajectories"
+# The samples shipped with the repo; the 37 public runs the docs measure: --trajectories DIR.
+DEFAULT_DIR = Path(__file__).resolve().parents[1] / "examples" / "trajectories"
 
 
 def check_prices(choice: str) -> None:

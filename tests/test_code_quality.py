@@ -1,6 +1,6 @@
 """The linters run inside the test suite, so the README's one test command checks them too.
 
-``ruff check`` and ``ruff format --check`` cover src, tests and benchmarks; ``mypy`` (with the
+``ruff check`` and ``ruff format --check`` cover src, tests, benchmarks and examples; ``mypy`` (with the
 pydantic plugin, configured in pyproject.toml) covers src. All three come with the ``dev``
 extra and run side by side; mypy keeps its cache in ``.mypy_cache`` so a second run is quick.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LINTED = ("src", "tests", "benchmarks")
+LINTED = ("src", "tests", "benchmarks", "examples")
 
 CHECKS: dict[str, tuple[str, ...]] = {
     "ruff check": ("ruff", "check", "--no-cache", *LINTED),

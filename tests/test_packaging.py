@@ -7,8 +7,8 @@ import tomllib
 from pathlib import Path
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
-NOT_IN_ALL = {"all", "dev", "bench", "local", "pydantic-ai", "openai-agents", "langchain"}
-"""Tooling (dev), model weights (bench), the compiled embedded engine (local) and the framework
+NOT_IN_ALL = {"all", "dev", "docs", "bench", "local", "pydantic-ai", "openai-agents", "langchain"}
+"""Tooling (dev, docs), model weights (bench), the compiled embedded engine (local) and the framework
 integrations (each pins its framework: install the one you use)."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,8 @@ from contextengine.measure.trajectory import load_trajectory
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 REPO = "SWE-agent/mini-swe-agent"
+# convert_more.py ships with the public trajectories, not with the repo.
+CONVERTERS_VARIABLE = "CONTEXTENGINE_BENCH_CONVERTERS"
 BASH_TOOL = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
 
 
@@ -94,12 +97,27 @@ def mirrors(tmp_path: Path) -> tuple[Path, str]:
     return root, git("rev-parse", "HEAD", cwd=work)
 
 
+@pytest.fixture
+def converters_path() -> Path:
+    """The public trajectories' ``convert_more.py``, named by ``$CONTEXTENGINE_BENCH_CONVERTERS``."""
+    value = os.environ.get(CONVERTERS_VARIABLE, "")
+    if not value or not Path(value).is_file():
+        pytest.skip(
+            f"set {CONVERTERS_VARIABLE} to the public trajectories' more/convert_more.py "
+            "(not shipped with the repo) to test the held-out conversion"
+        )
+    return Path(value)
+
+
 def test_runs_that_are_not_public_files_are_converted_and_load(
-    mirrors: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    mirrors: tuple[Path, str],
+    converters_path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     root, head = mirrors
     bench = heldout()
-    cm = bench.converters()
+    cm = bench.converters(converters_path)
     monkeypatch.setattr(cm, "MIRROR_ROOT", str(root))
     monkeypatch.setattr(cm, "MSA_PR816", head)
     log: list[str] = []
@@ -130,7 +148,14 @@ def test_runs_that_are_not_public_files_are_converted_and_load(
 
 def test_a_missing_mirror_folder_is_one_line_and_a_failure(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, str(BENCH / "heldout.py"), str(tmp_path / "none"), str(tmp_path / "o")],
+        [
+            sys.executable,
+            str(BENCH / "heldout.py"),
+            str(tmp_path / "none"),
+            str(tmp_path / "o"),
+            "--converters",
+            str(tmp_path / "convert_more.py"),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -24,6 +24,7 @@ PROVIDER_NAMES: tuple[str, ...] = (
     "openai-compatible",
     "local",
 )
+"""The names ``make_provider`` and ``contextengine run -p`` accept."""
 
 LOCAL_BASE_URLS: dict[str, str] = {
     "vllm": "http://localhost:8000/v1",
