@@ -339,7 +339,9 @@ class Agent:
             if self.config.effective_history_mode != "round_scratchpad":
                 live = {}
             assert isinstance(record.entry, AssistantEntry)
-            reboot = yield from self.tool_step.run_batch(record.entry.tool_calls, self.mask, live)
+            reboot = yield from self.tool_step.run_batch(
+                record.entry.tool_calls, self.mask, live, meaning.dropped
+            )
             if reboot is not None:
                 # Only a constant notice is kept: the prompt is asked once, uncached,
                 # instead of being written to the cache and re-read on every later step.
