@@ -2,8 +2,8 @@
 
 The command sees the workspace read-write at its real path, the system directories programs
 need read-only, a fresh read-only ``/proc`` and fresh ``/dev`` and ``/tmp``; every other host
-path is absent, and the session folders inside the workspace are covered by empty read-only
-mounts. It gets no network (unless allowed), a minimal environment, no capabilities, and
+path is absent, and the session folders inside the workspace (the session tree's root, and
+its memory database) are covered by empty read-only mounts. It gets no network (unless allowed), a minimal environment, no capabilities, and
 rlimits on CPU time, memory and file size. It runs in its own pid namespace, and
 ``ConfinedProcess.end`` waits until the namespace's pid 1 has taken every process the
 command started down with it.
@@ -231,8 +231,13 @@ def _mounts(policy: SandboxPolicy, workspace: Path) -> list[str]:
     args = [arg for _, mount in mounts for arg in mount]
     covered: list[Path] = []
     for hidden in sorted(Path(os.path.realpath(p)) for p in policy.hidden_paths):
-        if hidden.is_dir() and not any(hidden.is_relative_to(c) for c in covered):
+        if any(hidden.is_relative_to(c) for c in covered):
+            continue
+        if hidden.is_dir():
             covered.append(hidden)
             args += ["--tmpfs", str(hidden), "--remount-ro", str(hidden)]
+        elif hidden.is_file():
+            covered.append(hidden)
+            args += ["--ro-bind", os.devnull, str(hidden)]
     # The sandbox's own root (where bwrap made the mount points) becomes read-only last.
     return [*args, "--remount-ro", "/"]
