@@ -249,7 +249,7 @@ def _skip_stars(pattern: tuple[str, ...], states: set[int]) -> set[int]:
 
 
 class FileGrep(FileTool):
-    """``file_grep``: lines matching a Python regular expression, as ``file:line:text``."""
+    """``file_grep``: lines matching an RE2 regex (linear time), as ``file:line:text``."""
 
     name: ClassVar[str] = "file_grep"
     default: ClassVar[bool] = True
