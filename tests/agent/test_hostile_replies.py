@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from contextengine import Config, ScriptedProvider
+from contextengine.agent.events import ToolResultEvent
 from contextengine.agent.loop import Agent
 from contextengine.agent.tool_step import MAX_CALLS_PER_REPLY
 from contextengine.session.entries import AssistantEntry, ToolResultEntry
@@ -111,3 +113,16 @@ def test_a_reply_at_the_cap_runs_every_call(tmp_path: Path) -> None:
     calls = [{"name": "file_read", "arguments": {"path": "a.txt"}}] * MAX_CALLS_PER_REPLY
     done = results(run(tmp_path, {"tool_calls": calls}))
     assert [r.status for r in done] == ["success"] * MAX_CALLS_PER_REPLY
+
+
+def test_cancel_stops_a_batch_after_the_running_call(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.txt").write_text("a\n")
+    calls = [{"name": "file_read", "arguments": {"path": "a.txt"}}] * 5
+    agent = Agent(ScriptedProvider([{"tool_calls": calls}, FINAL]), tmp_path / "ws", Config())
+    cancel = threading.Event()
+    for event in agent.stream("Read the file.", cancel):
+        if isinstance(event, ToolResultEvent):
+            cancel.set()
+    assert [r.status for r in results(agent)] == ["success"] + ["error"] * 4
+    assert all("Not run: the turn was cancelled." in r.content for r in results(agent)[1:])

@@ -245,8 +245,9 @@ class Agent:
     ) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``.
 
-        Setting ``cancel`` stops the turn before its next step (a batch of tool calls
-        always runs to its end): it ends with ``Done`` and status ``cancelled``.
+        Setting ``cancel`` stops the turn before its next step (the calls of a batch not
+        started yet get a "not run" result; the running one ends within its own limit):
+        it ends with ``Done`` and status ``cancelled``.
         ``recorded_at``: the turn's user entry is already recorded at this index (a turn
         a dead worker began): continue it from the record instead of appending it again.
         """
@@ -340,7 +341,7 @@ class Agent:
                 live = {}
             assert isinstance(record.entry, AssistantEntry)
             reboot = yield from self.tool_step.run_batch(
-                record.entry.tool_calls, self.mask, live, meaning.dropped
+                record.entry.tool_calls, self.mask, live, meaning.dropped, cancel
             )
             if reboot is not None:
                 # Only a constant notice is kept: the prompt is asked once, uncached,

@@ -6,6 +6,7 @@ observation is kept live for the next request only when it differs from that for
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -126,13 +127,15 @@ class ToolStep:
         mask: ToolMask | None,
         live: dict[int, FullObservation],
         dropped: int = 0,
+        cancel: threading.Event | None = None,
     ) -> Generator[AgentEvent, None, str | None]:
         """Run a reply's calls in order; returns the reboot prompt a 3-strike rule asks for.
 
         A call past ``MAX_CALLS_PER_REPLY`` is not run: its result is an error naming the
-        cap and the ``dropped`` calls after it. Nothing may stand between a reply's tool
-        calls and their results on the wire, so the hooks' entries are appended after the
-        whole batch has run.
+        cap and the ``dropped`` calls after it; once ``cancel`` is set, the calls left get
+        an error result instead of running (cancel waits for one call, not the batch).
+        Nothing may stand between a reply's tool calls and their results on the wire, so
+        the hooks' entries are appended after the whole batch has run.
         """
         deferred: list[Entry] = []
         reboot: str | None = None
@@ -142,6 +145,8 @@ class ToolStep:
             deferred.extend(before.entries)
             yield from before.events
             refused = _over_cap(len(calls) + dropped) if number > MAX_CALLS_PER_REPLY else None
+            if cancel is not None and cancel.is_set():
+                refused = _CANCELLED
             hook = yield from self.run(call, mask, live, refused)
             deferred.extend(hook.entries)
             yield from hook.events
@@ -190,6 +195,9 @@ class ToolStep:
         if outcome.error is not None:
             yield ErrorEvent(error_class or outcome.error.code, outcome.error.message)
         return self.harness.after_tool(call, outcome, error_class)
+
+
+_CANCELLED = ToolOutcome.fail("limit_reached", "Not run: the turn was cancelled.")
 
 
 def _over_cap(made: int) -> ToolOutcome:
