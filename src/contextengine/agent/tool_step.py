@@ -132,20 +132,22 @@ class ToolStep:
         """Run a reply's calls in order; returns the reboot prompt a 3-strike rule asks for.
 
         A call past ``MAX_CALLS_PER_REPLY`` is not run: its result is an error naming the
-        cap and the ``dropped`` calls after it; once ``cancel`` is set, the calls left get
-        an error result instead of running (cancel waits for one call, not the batch).
+        cap and the ``dropped`` calls after it. A ``cancel`` set while the batch runs
+        gives the calls left an error result instead of running them (it waits for one
+        call, not the batch); one set before, while the model answered, lets the batch run.
         Nothing may stand between a reply's tool calls and their results on the wire, so
         the hooks' entries are appended after the whole batch has run.
         """
         deferred: list[Entry] = []
         reboot: str | None = None
+        cancelled_before = cancel is not None and cancel.is_set()
         for number, recorded in enumerate(calls, 1):
             call = recorded.as_call()
             before = self.harness.before_tool(call)
             deferred.extend(before.entries)
             yield from before.events
             refused = _over_cap(len(calls) + dropped) if number > MAX_CALLS_PER_REPLY else None
-            if cancel is not None and cancel.is_set():
+            if cancel is not None and cancel.is_set() and not cancelled_before:
                 refused = _CANCELLED
             hook = yield from self.run(call, mask, live, refused)
             deferred.extend(hook.entries)
