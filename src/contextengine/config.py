@@ -186,6 +186,11 @@ class Config(BaseSettings):
 
     sandbox: bool = Field(True, description="Run shell_exec in a bubblewrap (bwrap) sandbox.")
     sandbox_network: bool = Field(False, description="Let sandboxed commands use the network.")
+    sandbox_unix_sockets: bool = Field(
+        False,
+        description="Let sandboxed commands make unix-domain sockets (e.g. to reach a database "
+        "socket in the workspace); off, a seccomp filter refuses them.",
+    )
     sandbox_read_only_paths: tuple[str, ...] = Field(
         (), description="Extra host paths sandboxed commands may read (not write)."
     )

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from contextengine import Config, ScriptedProvider
+from contextengine.agent.events import ToolResultEvent
 from contextengine.agent.loop import Agent
+from contextengine.agent.tool_step import MAX_CALLS_PER_REPLY
 from contextengine.session.entries import AssistantEntry, ToolResultEntry
 
 FINAL = {"content": "The task is done and checked."}
@@ -78,3 +82,47 @@ def test_text_protocol_actions_with_nan_or_deep_json_are_error_observations(
         protocol="text",
     )
     assert [r.status for r in results(agent)] == ["error", "error"]
+
+
+@pytest.mark.timeout(120)
+def test_ten_thousand_calls_in_one_reply_run_at_most_the_cap(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    for index in range(10):
+        (tmp_path / "ws" / f"f{index}.txt").write_text(f"file {index}\n")
+    calls = [
+        {"name": "file_read", "arguments": {"path": f"f{index % 10}.txt"}}
+        for index in range(10_000)
+    ]
+    started = time.monotonic()
+    agent = run(tmp_path, {"tool_calls": calls})
+    assert time.monotonic() - started < 60
+    done = results(agent)
+    assert len(done) == MAX_CALLS_PER_REPLY + 1
+    assert all(result.status == "success" for result in done[:-1])
+    assert done[-1].status == "error"
+    assert "this reply made 10000 tool calls" in done[-1].content
+    assert f"the {10_000 - MAX_CALLS_PER_REPLY - 1} after it were dropped" in done[-1].content
+    (reply, _) = [r.entry for r in agent.session.records if isinstance(r.entry, AssistantEntry)]
+    assert isinstance(reply, AssistantEntry)
+    assert len(reply.tool_calls) == MAX_CALLS_PER_REPLY + 1
+
+
+def test_a_reply_at_the_cap_runs_every_call(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.txt").write_text("a\n")
+    calls = [{"name": "file_read", "arguments": {"path": "a.txt"}}] * MAX_CALLS_PER_REPLY
+    done = results(run(tmp_path, {"tool_calls": calls}))
+    assert [r.status for r in done] == ["success"] * MAX_CALLS_PER_REPLY
+
+
+def test_cancel_stops_a_batch_after_the_running_call(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.txt").write_text("a\n")
+    calls = [{"name": "file_read", "arguments": {"path": "a.txt"}}] * 5
+    agent = Agent(ScriptedProvider([{"tool_calls": calls}, FINAL]), tmp_path / "ws", Config())
+    cancel = threading.Event()
+    for event in agent.stream("Read the file.", cancel):
+        if isinstance(event, ToolResultEvent):
+            cancel.set()
+    assert [r.status for r in results(agent)] == ["success"] + ["error"] * 4
+    assert all("Not run: the turn was cancelled." in r.content for r in results(agent)[1:])

@@ -245,8 +245,9 @@ class Agent:
     ) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``.
 
-        Setting ``cancel`` stops the turn before its next step (a batch of tool calls
-        always runs to its end): it ends with ``Done`` and status ``cancelled``.
+        Setting ``cancel`` stops the turn before its next step (the reply answered when
+        it was set has its calls run; set during them, the calls not started yet get a
+        "not run" result): it ends with ``Done`` and status ``cancelled``.
         ``recorded_at``: the turn's user entry is already recorded at this index (a turn
         a dead worker began): continue it from the record instead of appending it again.
         """
@@ -339,7 +340,9 @@ class Agent:
             if self.config.effective_history_mode != "round_scratchpad":
                 live = {}
             assert isinstance(record.entry, AssistantEntry)
-            reboot = yield from self.tool_step.run_batch(record.entry.tool_calls, self.mask, live)
+            reboot = yield from self.tool_step.run_batch(
+                record.entry.tool_calls, self.mask, live, meaning.dropped, cancel
+            )
             if reboot is not None:
                 # Only a constant notice is kept: the prompt is asked once, uncached,
                 # instead of being written to the cache and re-read on every later step.

@@ -28,6 +28,7 @@ from contextengine.config import Config
 from contextengine.context.builder import ContextBuilder
 from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import Injector
+from contextengine.memory.scope import SessionScope
 from contextengine.memory.working_memory import MEMORY_FILES, WorkingMemory
 from contextengine.providers.base import Provider
 from contextengine.session.folders import create_session
@@ -217,6 +218,7 @@ def _builder(
 def _tool_context(
     workspace: Path, session: Session, memory: WorkingMemory, config: Config
 ) -> ToolContext:
+    private = SessionScope.of(session.directory).private_to(workspace)
     return ToolContext(
         Workspace(
             workspace,
@@ -226,11 +228,12 @@ def _tool_context(
                 session.layout.artifacts.name: "read",
                 TRASH_DIR: "read",
             },
+            private=private,
         ),
         memory=memory,
         web=WebPolicy.from_config(config),
         search=search_backend(config),
         sandbox=SandboxPolicy.from_config(
-            config, hidden_paths=(workspace / ".contextengine", session.directory)
+            config, hidden_paths=(workspace / ".contextengine", *private, session.directory)
         ),
     )

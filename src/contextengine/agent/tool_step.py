@@ -6,6 +6,7 @@ observation is kept live for the next request only when it differs from that for
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -41,6 +42,10 @@ from contextengine.tools.context import ToolContext
 from contextengine.types import ModelReply, ToolCall
 
 PREVIEW_CHARS = 400  # of a result, in its live event: the event stays small
+# A reply's calls beyond this many are not run: the first one past it is recorded with an
+# error result saying how many were dropped, the rest are not recorded (each recorded
+# call costs a durable append, so 10,000 calls would keep the turn busy for minutes).
+MAX_CALLS_PER_REPLY = 64
 _REF_START = f'{{"_type":"{REF_TYPE}"'
 
 
@@ -51,6 +56,13 @@ class Interpretation:
     calls: tuple[ToolCall, ...] = ()
     final_answer: str | None = None
     problem: str | None = None
+    dropped: int = 0  # calls past MAX_CALLS_PER_REPLY + 1, neither recorded nor run
+
+
+def _capped_calls(calls: tuple[ToolCall, ...]) -> Interpretation:
+    """The calls to record: all of them, or the first ``MAX_CALLS_PER_REPLY`` + 1."""
+    kept = calls[: MAX_CALLS_PER_REPLY + 1]
+    return Interpretation(calls=kept, dropped=len(calls) - len(kept))
 
 
 def interpret(reply: ModelReply, protocol: Literal["native", "text"]) -> Interpretation:
@@ -58,7 +70,7 @@ def interpret(reply: ModelReply, protocol: Literal["native", "text"]) -> Interpr
     # Structured calls win in both protocols: a provider (or a replay) that returns them
     # has already parsed the action.
     if reply.tool_calls:
-        return Interpretation(calls=reply.tool_calls)
+        return _capped_calls(reply.tool_calls)
     if protocol == "native":
         return Interpretation(final_answer=reply.content)
     parsed = parse_text_reply(reply.content)
@@ -114,20 +126,30 @@ class ToolStep:
         calls: Sequence[ToolCallRecord],
         mask: ToolMask | None,
         live: dict[int, FullObservation],
+        dropped: int = 0,
+        cancel: threading.Event | None = None,
     ) -> Generator[AgentEvent, None, str | None]:
         """Run a reply's calls in order; returns the reboot prompt a 3-strike rule asks for.
 
+        A call past ``MAX_CALLS_PER_REPLY`` is not run: its result is an error naming the
+        cap and the ``dropped`` calls after it. A ``cancel`` set while the batch runs
+        gives the calls left an error result instead of running them (it waits for one
+        call, not the batch); one set before, while the model answered, lets the batch run.
         Nothing may stand between a reply's tool calls and their results on the wire, so
         the hooks' entries are appended after the whole batch has run.
         """
         deferred: list[Entry] = []
         reboot: str | None = None
-        for recorded in calls:
+        cancelled_before = cancel is not None and cancel.is_set()
+        for number, recorded in enumerate(calls, 1):
             call = recorded.as_call()
             before = self.harness.before_tool(call)
             deferred.extend(before.entries)
             yield from before.events
-            hook = yield from self.run(call, mask, live)
+            refused = _over_cap(len(calls) + dropped) if number > MAX_CALLS_PER_REPLY else None
+            if cancel is not None and cancel.is_set() and not cancelled_before:
+                refused = _CANCELLED
+            hook = yield from self.run(call, mask, live, refused)
             deferred.extend(hook.entries)
             yield from hook.events
             reboot = reboot or hook.reboot
@@ -136,13 +158,20 @@ class ToolStep:
         return reboot
 
     def run(
-        self, call: ToolCall, mask: ToolMask | None, live: dict[int, FullObservation]
+        self,
+        call: ToolCall,
+        mask: ToolMask | None,
+        live: dict[int, FullObservation],
+        refused: ToolOutcome | None = None,
     ) -> Generator[AgentEvent, None, HookResult]:
-        """Run ``call`` under ``mask``, append its result, and return the harness's answer."""
+        """Run ``call`` under ``mask`` (or take ``refused`` as its outcome without running
+        it), append its result, and return the harness's answer."""
         session = self.session
         yield ToolCallEvent(call.id, call.name, call.arguments_json)
         session.append(ToolStartEntry(call_id=call.id, tool_name=call.name))
-        outcome = self.toolset.execute(call, self.tool_context, self.mask_rules.in_force(mask))
+        outcome = refused or self.toolset.execute(
+            call, self.tool_context, self.mask_rules.in_force(mask)
+        )
         self.mask_rules.observe(call.name, outcome)
         error_class = classify_error(call.name, outcome)
         index = len(session.records)
@@ -168,6 +197,19 @@ class ToolStep:
         if outcome.error is not None:
             yield ErrorEvent(error_class or outcome.error.code, outcome.error.message)
         return self.harness.after_tool(call, outcome, error_class)
+
+
+_CANCELLED = ToolOutcome.fail("limit_reached", "Not run: the turn was cancelled.")
+
+
+def _over_cap(made: int) -> ToolOutcome:
+    """The result of the first call past the cap: it and the ones after it were not run."""
+    return ToolOutcome.fail(
+        "limit_reached",
+        f"Not run: this reply made {made} tool calls and at most {MAX_CALLS_PER_REPLY} run "
+        f"per reply; this call and the {made - MAX_CALLS_PER_REPLY - 1} after it were "
+        "dropped. Make them in later replies if they are still needed.",
+    )
 
 
 def _ref_summary(text: str) -> RefSummary | None:

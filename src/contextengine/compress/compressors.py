@@ -184,7 +184,7 @@ def _last_traceback(lines: list[str]) -> int | None:
 
 def _read(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> dict[str, Any]:
     data = outcome.data
-    shown = data["end_line"] - data["start_line"] + 1 if data["total_lines"] else 0
+    shown = data["end_line"] - data["start_line"] + 1 if data["end_line"] else 0
     out = {k: data[k] for k in ("path", "start_line", "end_line", "total_lines", "mtime")}
     out["content"] = cuts.lines(outcome.text.split("\n")[:shown], READ_KEEP)
     if data.get("modified_externally"):

@@ -44,19 +44,27 @@ def shown_results(session: Session, most: int = DELTA_WINDOW) -> list[ShownResul
     records = session.records
     found: list[tuple[int, ToolResultEntry, int]] = []  # log index, result, how far back
     calls: dict[str, ToolCall] = {}
+    wanted: set[str] = set()  # the found results' call ids not met yet
     back = 0
+    # Stops at the reply holding the calls of the newest ``most`` results, converting only
+    # those calls: the cost per result is bounded by the window and the calls per reply,
+    # not by the history (a 10,000-call reply made this quadratic).
     for record in reversed(session.live):
         entry, appended = record.entry, records[record.index]
         if isinstance(entry, AssistantEntry) and isinstance(appended.entry, AssistantEntry):
             # the calls as made: a pruned reply's stand-in has its long arguments stubbed
-            calls.update((c.id, c.as_call()) for c in appended.entry.tool_calls)
-            if len(found) == most and all(result.call_id in calls for _, result, _ in found):
+            for made in appended.entry.tool_calls:
+                if made.id in wanted:
+                    calls[made.id] = made.as_call()
+                    wanted.discard(made.id)
+            if len(found) == most and not wanted:
                 break
         elif isinstance(entry, ToolResultEntry) and len(found) < most:
             back += 1
             # a pruned or compacted result's live record is a stand-in, not the one appended
             if entry.full_ref is None and appended is record:
                 found.append((record.index, entry, back))
+                wanted.add(entry.call_id)
     return [
         ShownResult(
             index,

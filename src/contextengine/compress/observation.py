@@ -19,7 +19,12 @@ from typing import Any
 
 from contextengine.compress.compressors import compress, tool_category
 from contextengine.compress.delta import ShownResult, closest, delta_text
-from contextengine.compress.externalize import CompressedRef, Externalizer, over_threshold
+from contextengine.compress.externalize import (
+    THRESHOLDS,
+    CompressedRef,
+    Externalizer,
+    over_threshold,
+)
 from contextengine.config import HistoryMode
 from contextengine.toolkit.base import ObservationKind, ToolOutcome
 from contextengine.toolkit.classify import error_tail
@@ -31,6 +36,11 @@ TITLE_CHARS = 120
 SAME_FAILURE = "It failed as that result did: its error is there, changed only as shown."
 _TITLE_ARGS = ("path", "file_path", "pattern", "command", "url", "query")
 MAX_INDEXED_NAMES = 600
+# A ref view, its index included, is at most this many times its kind's threshold (the
+# index gets the room the ref and an error leave), and a "name" longer than
+# NAME_MAX_CHARS is not indexed: no one looks for a 1 MB hex line by name.
+REF_VIEW_MAX_THRESHOLDS = 2
+NAME_MAX_CHARS = 200
 # in full mode, a shortened view (a ref, a difference) longer than this share of the text
 # is not used
 REF_VIEW_MAX_SHARE = 0.6
@@ -98,7 +108,7 @@ class ObservationProcessor:
             views = [delta] if (delta := self._delta_view(name, outcome)) is not None else []
             if externalized:
                 ref = self._store(name, full, kind, tool_name, arguments)
-                views.append(self._ref_view(ref, outcome, limit))
+                views.append(self._ref_view(ref, outcome, kind, limit))
             if views and len(shortest := min(views, key=len)) <= limit:
                 history, saved = shortest, True
                 if not externalized:
@@ -115,7 +125,10 @@ class ObservationProcessor:
                 ref = self._store(name, full, kind, tool_name, arguments)
                 saved = True
                 history = compressed.text
-                live = self._ref_view(ref, outcome) if externalized else full
+                if len(history) > REF_VIEW_MAX_THRESHOLDS * THRESHOLDS[kind]:
+                    # a per-tool form sized for another kind: the ref is bounded by this one
+                    history = self._ref_view(ref, outcome, kind)
+                live = self._ref_view(ref, outcome, kind) if externalized else full
             else:
                 # Nothing to cut: the verbatim text is smaller than its JSON form, and
                 # showing it once in history is all the model needs.
@@ -126,9 +139,16 @@ class ObservationProcessor:
             full_ref = self._externalizer.session_relative(self._externalizer.path_for(name))
         return ProcessedObservation(history, live, full_ref, len(full))
 
-    def _ref_view(self, ref: CompressedRef, outcome: ToolOutcome, chars: int | None = None) -> str:
+    def _ref_view(
+        self,
+        ref: CompressedRef,
+        outcome: ToolOutcome,
+        kind: ObservationKind,
+        chars: int | None = None,
+    ) -> str:
         """The ref, how to read it, an index of the names the full text holds, and a
-        failure's message verbatim, in at most ``chars`` characters where the ref, the
+        failure's message verbatim, in at most ``chars`` characters (and at most
+        ``REF_VIEW_MAX_THRESHOLDS`` times the kind's threshold) where the ref, the
         instruction and the message leave room for the index.
 
         The index lists the names new to this session (in no observation history holds,
@@ -142,7 +162,9 @@ class ObservationProcessor:
         error = _error_block(outcome)
         fresh = [n for n in names_in(outcome.text) if n not in self._seen and n not in ref.preview]
         fresh = maximal(fresh, 4 * MAX_INDEXED_NAMES)
-        room = None if chars is None else chars - len("\n".join([*head, *error])) - 1
+        most = REF_VIEW_MAX_THRESHOLDS * THRESHOLDS[kind]
+        room = min(most, most if chars is None else chars)
+        room -= len("\n".join([*head, *error])) + 1
         index = name_list("Names in the full output: ", fresh, MAX_INDEXED_NAMES, room)
         return "\n".join([*head, *([index] if index else []), *error])
 
@@ -234,14 +256,15 @@ def names_in(text: str) -> list[str]:
     like code (paths, dotted names, snake_case, kebab-case, CamelCase, names with digits),
     then the words that are not common English (``getattr``, ``tokenizer``, a product's
     name), then the common ones (an agent quotes a document's own words), each in order of
-    appearance. A sentence's full stop is not part of a name; a folder's slash is."""
+    appearance. A sentence's full stop is not part of a name; a folder's slash is. Runs
+    longer than ``NAME_MAX_CHARS`` (hex dumps, base64) are not names."""
     code: dict[str, None] = {}
     rare: dict[str, None] = {}
     common: dict[str, None] = {}
     for match in _NAME.finditer(text):
         # a trailing "/" stays: a folder or a URL is looked for as written ("docs/")
         name = match.group(0).rstrip(".-")
-        if len(name) < 6:
+        if not 6 <= len(name) <= NAME_MAX_CHARS:
             continue
         if _CODE_LIKE.search(name):
             code.setdefault(name, None)

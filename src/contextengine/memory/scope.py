@@ -39,6 +39,14 @@ class SessionScope:
         """The lessons and long-term memory database shared by every session of the root."""
         return self.root / MEMORY_DB
 
+    def private_to(self, workspace: Path) -> tuple[Path, ...]:
+        """What the tools working in ``workspace`` must never reach: the whole session tree
+        (every session, the long-term memory), or, when its root is the workspace itself,
+        this org's sessions and the memory database."""
+        if self.root.resolve() == workspace.resolve():
+            return (self.root / self.org, self.database)
+        return (self.root,)
+
     @property
     def preferences(self) -> Path:
         """The user preferences file of the org and team (optional, written by people)."""

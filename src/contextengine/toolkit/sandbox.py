@@ -2,9 +2,10 @@
 
 The command sees the workspace read-write at its real path, the system directories programs
 need read-only, a fresh read-only ``/proc`` and fresh ``/dev`` and ``/tmp``; every other host
-path is absent, and the session folders inside the workspace are covered by empty read-only
-mounts. It gets no network (unless allowed), a minimal environment, no capabilities, and
-rlimits on CPU time, memory and file size. It runs in its own pid namespace, and
+path is absent, and the session folders inside the workspace (the session tree's root, and
+its memory database) are covered by empty read-only mounts. It gets no network (unless allowed), no unix-domain sockets (a seccomp filter, unless
+allowed: see ``seccomp``), a minimal environment, no capabilities, and rlimits on CPU time,
+memory and file size. It runs in its own pid namespace, and
 ``ConfinedProcess.end`` waits until the namespace's pid 1 has taken every process the
 command started down with it.
 """
@@ -24,6 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from contextengine.toolkit.seccomp import FilterUnavailable, no_unix_sockets
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -50,6 +53,8 @@ class SandboxSettings(Protocol):
     @property
     def sandbox_file_size_mb(self) -> int: ...
     @property
+    def sandbox_unix_sockets(self) -> bool: ...
+    @property
     def sandbox_bwrap(self) -> str: ...
 
 
@@ -68,6 +73,7 @@ class SandboxPolicy:
     cpu_s: int = 600
     file_size_mb: int = 1024
     bwrap: str = "bwrap"
+    unix_sockets: bool = False
 
     @classmethod
     def from_config(
@@ -84,16 +90,19 @@ class SandboxPolicy:
             cpu_s=config.sandbox_cpu_s,
             file_size_mb=config.sandbox_file_size_mb,
             bwrap=config.sandbox_bwrap,
+            unix_sockets=config.sandbox_unix_sockets,
         )
 
 
 @dataclass(frozen=True)
 class ConfinedCommand:
-    """An argv ready for ``subprocess.Popen``: its environment and the child's rlimits."""
+    """An argv ready for ``subprocess.Popen``: its environment, the child's rlimits and the
+    seccomp program ``bwrap`` installs (``None``: none)."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str]
     limits: tuple[tuple[int, int], ...]
+    seccomp: bytes | None = None
 
     def preexec(self) -> None:
         """Runs in the forked child before ``bwrap`` starts: set the limits."""
@@ -124,25 +133,39 @@ def confine(
     )
     args = [bwrap, *_isolation(policy.network), *_mounts(policy, workspace)]
     args += ["--chdir", str(workspace), "--", *argv]
-    return ConfinedCommand(tuple(args), env, limits)
+    return ConfinedCommand(tuple(args), env, limits, _seccomp(policy))
+
+
+def _seccomp(policy: SandboxPolicy) -> bytes | None:
+    """The filter program refusing unix sockets, unless the policy allows them."""
+    if policy.unix_sockets:
+        return None
+    try:
+        return no_unix_sockets()
+    except FilterUnavailable as exc:
+        raise SandboxUnavailable(
+            f"{exc}; install libseccomp2, set sandbox_unix_sockets = true, or {OPT_OUT}"
+        ) from None
 
 
 class ConfinedProcess:
     """A confined command started: ``process`` is its ``bwrap``, ``end`` empties the sandbox."""
 
     def __init__(self, command: ConfinedCommand, cwd: Path) -> None:
+        filter_fd = _program_fd(command.seccomp) if command.seccomp is not None else None
+        seccomp = [] if filter_fd is None else ["--seccomp", str(filter_fd)]
         info_read, info_write = os.pipe()
         bwrap, *rest = command.argv
         try:
             self.process = subprocess.Popen(
-                [bwrap, "--info-fd", str(info_write), *rest],
+                [bwrap, "--info-fd", str(info_write), *seccomp, *rest],
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 env=dict(command.env),
-                pass_fds=(info_write,),
+                pass_fds=(info_write,) if filter_fd is None else (info_write, filter_fd),
                 # Safe despite threads: the hook makes only getrlimit and setrlimit calls.
                 preexec_fn=command.preexec,
             )
@@ -151,6 +174,8 @@ class ConfinedProcess:
             raise
         finally:
             os.close(info_write)
+            if filter_fd is not None:
+                os.close(filter_fd)
         self._init = _sandbox_init(info_read)
 
     def end(self) -> None:
@@ -164,6 +189,18 @@ class ConfinedProcess:
         select.select([self._init], [], [], END_TIMEOUT_S)
         os.close(self._init)
         self._init = None
+
+
+def _program_fd(program: bytes) -> int:
+    """A descriptor reading ``program`` from its start (bwrap reads it to the end)."""
+    fd = os.memfd_create("contextengine-seccomp", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, program)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _sandbox_init(info_fd: int) -> int | None:
@@ -249,8 +286,13 @@ def _mounts(policy: SandboxPolicy, workspace: Path) -> list[str]:
     args = [arg for _, mount in mounts for arg in mount]
     covered: list[Path] = []
     for hidden in sorted(Path(os.path.realpath(p)) for p in policy.hidden_paths):
-        if hidden.is_dir() and not any(hidden.is_relative_to(c) for c in covered):
+        if any(hidden.is_relative_to(c) for c in covered):
+            continue
+        if hidden.is_dir():
             covered.append(hidden)
             args += ["--tmpfs", str(hidden), "--remount-ro", str(hidden)]
+        elif hidden.is_file():
+            covered.append(hidden)
+            args += ["--ro-bind", os.devnull, str(hidden)]
     # The sandbox's own root (where bwrap made the mount points) becomes read-only last.
     return [*args, "--remount-ro", "/"]

@@ -6,13 +6,15 @@ they stay inside it. The engine's own folder ``.contextengine`` and the session 
 reserved: the tools can neither list nor search them, and reach only the entries named in
 ``session_access`` (the working-memory files, read and written by path as the prompt
 says, and the artifacts, read only). When sessions live outside the workspace, absolute
-paths under the session folder reach those same entries.
+paths under the session folder reach those same entries. ``private`` names further folders
+and files (the session tree's root: every other session and the long-term memory) that no
+tool may list, read or write wherever they sit in the workspace.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +52,7 @@ class _Zone:
     tree: ConfinedRoot
     session: tuple[str, ...] | None
     reserve_engine_dir: bool
+    private: tuple[tuple[str, ...], ...] = ()
 
 
 class Workspace:
@@ -60,6 +63,7 @@ class Workspace:
         root: Path,
         session_dir: Path | None = None,
         session_access: Mapping[str, Access] | None = None,
+        private: Sequence[Path] = (),
     ) -> None:
         self.root = Path(os.path.realpath(root))
         tree = ConfinedRoot(self.root, f"the workspace {self.root}")
@@ -71,7 +75,12 @@ class Workspace:
             session_parts = self.session_dir.relative_to(self.root).parts
         elif self.session_dir is not None:
             self._session = _Zone(ConfinedRoot(self.session_dir, "the session folder"), (), False)
-        self._main = _Zone(tree, session_parts, True)
+        private_parts = tuple(
+            real.relative_to(self.root).parts
+            for real in (Path(os.path.realpath(path)) for path in private)
+            if real.is_relative_to(self.root) and real != self.root
+        )
+        self._main = _Zone(tree, session_parts, True, private_parts)
 
     @contextmanager
     def locate(self, path: str, access: Access, create_dirs: bool = False) -> Iterator[Located]:
@@ -124,7 +133,9 @@ class Workspace:
         session = zone.session
         in_session = session is not None and parts[: len(session)] == session
         if not in_session:
-            return not (zone.reserve_engine_dir and parts[:1] == (RESERVED_DIR,))
+            if zone.reserve_engine_dir and parts[:1] == (RESERVED_DIR,):
+                return False
+            return not any(parts[: len(private)] == private for private in zone.private)
         rest = parts[len(session) :]  # type: ignore[arg-type]
         allowed = self.session_access.get(rest[0]) if rest else None
         return allowed == "write" or allowed == access

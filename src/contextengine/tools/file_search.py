@@ -7,13 +7,14 @@ followed, and the reserved engine and session folders are neither listed nor ent
 from __future__ import annotations
 
 import os
-import re
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from fnmatch import fnmatchcase
 from typing import Any, ClassVar
 
+import re2
 from pydantic import Field
 
 from contextengine.toolkit.base import ToolOutcome
@@ -23,13 +24,13 @@ from contextengine.toolkit.confine import (
     existing_kind,
     open_folder,
     open_regular,
-    read_all,
     tree,
 )
 from contextengine.toolkit.text_forms import format_ls_entry
 from contextengine.toolkit.traits import ToolTraits
 from contextengine.toolkit.workspace import Located
 from contextengine.tools.context import ToolContext
+from contextengine.tools.file_lines import read_lines
 from contextengine.tools.files import (
     BINARY_SNIFF_BYTES,
     FileTool,
@@ -39,9 +40,21 @@ from contextengine.tools.files import (
 
 LS_MAX_ENTRIES = 1000
 GLOB_MAX_RESULTS = 1000
+# A glob matches in time linear in pattern x path (no backtracking), its pattern is short,
+# and its walk stops with an error observation after this many entries or seconds.
+GLOB_MAX_PATTERN_CHARS = 1000
+GLOB_MAX_SEGMENTS = 32
+GLOB_MAX_ENTRIES = 200_000
+GLOB_MAX_SECONDS = 10.0
 GREP_MAX_MATCHES = 1000
 GREP_MAX_LINE_CHARS = 500
 GREP_SKIP_DIRS = frozenset({".git", ".contextengine", "node_modules", "__pycache__"})
+# Bounds on the work a model-chosen search can cause: RE2 matches in time linear in the
+# line, files are read line by line and bigger ones skipped, and the whole search stops at
+# a deadline with an error observation (so a turn, and cancel, wait at most this long).
+GREP_MAX_SECONDS = 10.0
+GREP_MAX_FILE_BYTES = 32 * 1024 * 1024
+GREP_MAX_PROGRAM_BYTES = 8 * 1024 * 1024
 
 
 @contextmanager
@@ -127,16 +140,24 @@ class FileGlob(FileTool):
 
     def _run(self, args: FileGlob.Args, ctx: ToolContext) -> ToolOutcome:
         pattern = _glob_parts(args.pattern)
+        deadline = time.monotonic() + GLOB_MAX_SECONDS
+        inside: list[str] = []
         with ctx.workspace.locate(".", "read") as where:
 
             def descend(parts: tuple[str, ...]) -> bool:
                 return not ctx.workspace.hidden(where, parts) and _could_match(pattern, parts)
 
-            inside = [
-                "/".join(parts)
-                for parts, _kind, _fd, _name in tree(where.spot.dir_fd, (), descend)
-                if not ctx.workspace.hidden(where, parts) and _glob_match(pattern, parts)
-            ]
+            walk = tree(where.spot.dir_fd, (), descend)
+            for visited, (parts, _kind, _fd, _name) in enumerate(walk, 1):
+                if visited > GLOB_MAX_ENTRIES or time.monotonic() > deadline:
+                    return ToolOutcome.fail(
+                        "limit_reached",
+                        f"file_glob stopped at its budget ({GLOB_MAX_ENTRIES} entries or "
+                        f"{GLOB_MAX_SECONDS:g} s) after {len(inside)} matches; "
+                        "use a pattern with a fixed leading folder",
+                    )
+                if not ctx.workspace.hidden(where, parts) and _glob_match(pattern, parts):
+                    inside.append("/".join(parts))
         kept = inside[:GLOB_MAX_RESULTS]
         text = "\n".join(kept) if kept else f"No paths match {args.pattern!r}."
         if len(inside) > len(kept):
@@ -154,6 +175,10 @@ def _glob_parts(pattern: str) -> tuple[str, ...]:
     """The pattern's components (runs of ``**`` merged); refuses absolute and ``..`` ones."""
     if pattern.startswith("/"):
         raise Refusal("invalid_arguments", "pattern must be relative to the workspace root")
+    if len(pattern) > GLOB_MAX_PATTERN_CHARS:
+        raise Refusal(
+            "invalid_arguments", f"glob pattern is over {GLOB_MAX_PATTERN_CHARS} characters"
+        )
     if "\0" in pattern:
         raise Refusal("invalid_arguments", "pattern contains a NUL byte")
     parts: list[str] = []
@@ -164,30 +189,58 @@ def _glob_parts(pattern: str) -> tuple[str, ...]:
             parts.append(part)
     if not parts:
         raise Refusal("invalid_arguments", f"invalid glob pattern {pattern!r}: it is empty")
+    if len(parts) > GLOB_MAX_SEGMENTS:
+        raise Refusal(
+            "invalid_arguments",
+            f"glob pattern has {len(parts)} components; at most {GLOB_MAX_SEGMENTS} are allowed",
+        )
     return tuple(parts)
 
 
 def _glob_match(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
     """Whether a path's components match the pattern's (``**``: zero or more components)."""
-    if not pattern:
-        return not parts
-    if pattern[0] == "**":
-        return any(_glob_match(pattern[1:], parts[i:]) for i in range(len(parts) + 1))
-    return bool(parts) and fnmatchcase(parts[0], pattern[0]) and _glob_match(pattern[1:], parts[1:])
+    return len(pattern) in _glob_states(pattern, parts)
 
 
 def _could_match(pattern: tuple[str, ...], folder: tuple[str, ...]) -> bool:
     """Whether some path below ``folder`` may match (prunes the walk)."""
-    for depth, name in enumerate(folder):
-        if depth >= len(pattern) or pattern[depth] == "**":
-            return depth < len(pattern)
-        if not fnmatchcase(name, pattern[depth]):
-            return False
-    return len(pattern) > len(folder)
+    return any(at < len(pattern) for at in _glob_states(pattern, folder))
+
+
+def _glob_states(pattern: tuple[str, ...], parts: tuple[str, ...]) -> set[int]:
+    """The pattern positions reachable after matching ``parts``.
+
+    A set of positions advanced one component at a time (an NFA run), so the cost is
+    pattern x path whatever the ``**``s; backtracking was exponential in them.
+    """
+    states = _skip_stars(pattern, {0})
+    for name in parts:
+        following = set()
+        for at in states:
+            if at == len(pattern):
+                continue
+            if pattern[at] == "**":
+                following.add(at)
+            elif fnmatchcase(name, pattern[at]):
+                following.add(at + 1)
+        states = _skip_stars(pattern, following)
+        if not states:
+            break
+    return states
+
+
+def _skip_stars(pattern: tuple[str, ...], states: set[int]) -> set[int]:
+    """``states`` plus the positions after any ``**`` matching zero components."""
+    closed = set(states)
+    for at in sorted(states):
+        while at < len(pattern) and pattern[at] == "**":
+            at += 1
+            closed.add(at)
+    return closed
 
 
 class FileGrep(FileTool):
-    """``file_grep``: lines matching a Python regular expression, as ``file:line:text``."""
+    """``file_grep``: lines matching an RE2 regex (linear time), as ``file:line:text``."""
 
     name: ClassVar[str] = "file_grep"
     default: ClassVar[bool] = True
@@ -201,29 +254,34 @@ class FileGrep(FileTool):
         path: str = "."
 
     def _run(self, args: FileGrep.Args, ctx: ToolContext) -> ToolOutcome:
-        try:
-            regex = re.compile(args.pattern)
-        except re.error as exc:
-            raise Refusal(
-                "invalid_arguments", f"invalid regular expression {args.pattern!r}: {exc}"
-            ) from None
-        search = _Search(regex)
+        search = _Search(compile_linear(args.pattern), time.monotonic() + GREP_MAX_SECONDS)
         with ctx.workspace.locate(args.path, "read") as where:
             shown = where.shown
             info = existing_kind(where.spot)
             if info is None:
                 raise Refusal("not_found", f"{shown}: no such file or directory")
             if not stat.S_ISDIR(info.st_mode):
-                search.file(where.spot, shown)
+                search.file(where.spot, shown, alone=True)
             else:
                 with _open_folder(where) as fd:
                     search.folder(ctx, where, fd)
+        if search.out_of_time:
+            return ToolOutcome.fail(
+                "timeout",
+                f"file_grep stopped at its {GREP_MAX_SECONDS:g} s limit after "
+                f"{len(search.matches)} matches; search a narrower path or a simpler pattern",
+            )
         if search.matches:
             text = "\n".join(search.matches)
             if search.truncated:
                 text += f"\n[search stopped at {GREP_MAX_MATCHES} matches]"
         else:
             text = f"No matches for {args.pattern!r} in {shown}."
+        if search.skipped:
+            text += (
+                f"\n[{len(search.skipped)} files over {GREP_MAX_FILE_BYTES} bytes not "
+                f"searched: {', '.join(search.skipped[:5])}]"
+            )
         data = {
             "pattern": args.pattern,
             "path": shown,
@@ -231,18 +289,41 @@ class FileGrep(FileTool):
             "files": search.files_hit,
             "matches": search.matches,
             "truncated": search.truncated,
+            "skipped": search.skipped,
         }
         return ToolOutcome.ok(text, data)
+
+
+def compile_linear(pattern: str) -> re2._Regexp:
+    """``pattern`` compiled by RE2 (matching in linear time); refused with the reason if not.
+
+    RE2 has no backreferences or lookaround: such a pattern gets a clear error instead.
+    """
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = GREP_MAX_PROGRAM_BYTES
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise Refusal(
+            "invalid_arguments",
+            f"invalid regular expression {pattern!r}: {reason} (file_grep uses RE2 syntax: "
+            "no backreferences or lookaround)",
+        ) from None
 
 
 class _Search:
     """The matches of one regex over files met in path order, up to ``GREP_MAX_MATCHES``."""
 
-    def __init__(self, regex: re.Pattern[str]) -> None:
+    def __init__(self, regex: re2._Regexp, deadline: float) -> None:
         self.regex = regex
+        self.deadline = deadline
         self.matches: list[str] = []
+        self.skipped: list[str] = []
         self.files_hit = 0
         self.truncated = False
+        self.out_of_time = False
 
     def folder(self, ctx: ToolContext, where: Located, fd: int) -> None:
         """Search every regular file below the folder, skipping reserved and noise folders."""
@@ -258,17 +339,37 @@ class _Search:
                 self.file(Spot(dir_fd, name, parts), ctx.workspace.display(root.joinpath(*parts)))
             except (PathRefused, OSError):
                 continue  # swapped or vanished since the listing
-            if self.truncated:
+            if self.truncated or self.out_of_time:
                 return
+            self.out_of_time = time.monotonic() > self.deadline
 
-    def file(self, spot: Spot, shown: str) -> None:
-        """Add the matching lines of one regular file (binary files are skipped)."""
-        with open_regular(spot, shown) as (fd, _info):
-            raw = read_all(fd)
-        if b"\0" in raw[:BINARY_SNIFF_BYTES]:
-            return
+    def file(self, spot: Spot, shown: str, alone: bool = False) -> None:
+        """Add the matching lines of one regular file, read line by line.
+
+        Binary files are skipped; a file over ``GREP_MAX_FILE_BYTES`` is noted as skipped,
+        or refused when it is the one file searched (``alone``).
+        """
+        with open_regular(spot, shown) as (fd, info):
+            if info.st_size > GREP_MAX_FILE_BYTES:
+                if alone:
+                    raise Refusal(
+                        "limit_reached",
+                        f"{shown} is {info.st_size} bytes; file_grep searches files up to "
+                        f"{GREP_MAX_FILE_BYTES} bytes",
+                    )
+                self.skipped.append(shown)
+                return
+            if b"\0" in os.pread(fd, BINARY_SNIFF_BYTES, 0):
+                return
+            self._lines(fd, shown)
+
+    def _lines(self, fd: int, shown: str) -> None:
         hit = False
-        for number, line in enumerate(raw.decode("utf-8", errors="replace").split("\n"), 1):
+        for number, raw in enumerate(read_lines(fd, GREP_MAX_FILE_BYTES), 1):
+            if time.monotonic() > self.deadline:
+                self.out_of_time = True
+                return
+            line = raw.head.decode("utf-8", errors="replace")
             if not self.regex.search(line):
                 continue
             if len(self.matches) == GREP_MAX_MATCHES:

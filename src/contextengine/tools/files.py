@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
@@ -29,8 +31,14 @@ from contextengine.toolkit.text_forms import number_lines, split_lines
 from contextengine.toolkit.traits import ToolTraits
 from contextengine.toolkit.workspace import Located
 from contextengine.tools.context import ToolContext
+from contextengine.tools.file_lines import count_lines, decode_head, read_lines
 
 BINARY_SNIFF_BYTES = 8192
+# file_edit holds the file, its edited copy and a line diff in memory: bounded by this.
+EDIT_MAX_FILE_BYTES = 16 * 1024 * 1024
+# file_read streams: it holds one chunk and the lines shown, and scans (to count lines or
+# to reach start_line) at most this many bytes, so a huge file costs seconds, not memory.
+READ_MAX_SCAN_BYTES = 256 * 1024 * 1024
 SNIPPET_CONTEXT_LINES = 1
 SNIPPET_MAX_CHANGED_LINES = 20
 
@@ -72,11 +80,12 @@ class FileTool:
         raise NotImplementedError
 
 
-def _read_regular(where: Located, directory_hint: str) -> tuple[bytes, os.stat_result]:
-    """The bytes and ``fstat`` of the regular file at ``where``."""
+@contextmanager
+def _open_file(where: Located, directory_hint: str) -> Iterator[tuple[int, os.stat_result]]:
+    """A read descriptor and ``fstat`` of the regular file at ``where``."""
     try:
-        with open_regular(where.spot, where.shown) as (fd, info):
-            return read_all(fd), info
+        with open_regular(where.spot, where.shown) as opened:
+            yield opened
     except PathRefused as exc:
         if exc.code == "is_a_directory":
             hint = f"{where.shown} is a directory; {directory_hint}"
@@ -84,9 +93,13 @@ def _read_regular(where: Located, directory_hint: str) -> tuple[bytes, os.stat_r
         raise
 
 
-def _read_text(raw: bytes, shown: str) -> str:
-    if b"\0" in raw[:BINARY_SNIFF_BYTES]:
+def _refuse_binary(fd: int, shown: str) -> None:
+    """Refuse a file with a NUL in its first bytes, before any more of it is read."""
+    if b"\0" in os.pread(fd, BINARY_SNIFF_BYTES, 0):
         raise Refusal("binary_file", f"{shown} is a binary file; only text files can be read")
+
+
+def _read_text(raw: bytes, shown: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -124,26 +137,32 @@ class FileRead(FileTool):
             return self
 
     def _run(self, args: FileRead.Args, ctx: ToolContext) -> ToolOutcome:
-        with ctx.workspace.locate(args.path, "read") as where:
-            raw, info = _read_regular(where, "use file_ls to list it")
-        real, shown, mtime = where.real, where.shown, info.st_mtime_ns
-        lines = split_lines(_read_text(raw, shown))
-        total = len(lines)
-        start = args.start_line or 1
-        if total and start > total:
-            raise Refusal(
-                "invalid_arguments",
-                f"start_line {start} is past the end of {shown} ({total} lines)",
-            )
-        wanted_end = min(args.end_line or total, total)
-        numbered = number_lines(lines[start - 1 : wanted_end], start)
-        body, end = _capped(numbered, ctx.max_output_bytes)
-        if end < wanted_end:
+        with (
+            ctx.workspace.locate(args.path, "read") as where,
+            _open_file(where, "use file_ls to list it") as (fd, info),
+        ):
+            shown = where.shown
+            _refuse_binary(fd, shown)
+            # Counting lines reads the whole file: only for files a scan may cover.
+            total = count_lines(fd) if info.st_size <= READ_MAX_SCAN_BYTES else None
+            start = args.start_line or 1
+            if total is not None and total and start > total:
+                raise Refusal(
+                    "invalid_arguments",
+                    f"start_line {start} is past the end of {shown} ({total} lines)",
+                )
+            end = min(args.end_line or total, total) if total is not None else args.end_line
+            body, last, more = _numbered_range(fd, shown, start, end, ctx.max_output_bytes)
+            if total is None and not last:
+                raise Refusal("invalid_arguments", f"start_line {start} is past the end of {shown}")
+        real, mtime = where.real, info.st_mtime_ns
+        if more:
+            of = f"{total}" if total is not None else f"the lines in {info.st_size} bytes"
             body += (
-                f"\n[output capped at {ctx.max_output_bytes} bytes: lines {start}-{end} of "
-                f"{total} shown; read on with start_line={end + 1}]"
+                f"\n[output capped at {ctx.max_output_bytes} bytes: lines {start}-{last} of "
+                f"{of} shown; read on with start_line={last + 1}]"
             )
-        if not total:
+        if total == 0:
             body = f"({shown} is empty)"
         body += f"\n\n[mtime {format_mtime(mtime)}]"
         previous = ctx.read_mtimes.get(str(real))
@@ -154,7 +173,7 @@ class FileRead(FileTool):
         data = {
             "path": shown,
             "start_line": start,
-            "end_line": end,
+            "end_line": last,
             "total_lines": total,
             "mtime": mtime,
             "modified_externally": modified,
@@ -168,17 +187,45 @@ def format_mtime(mtime_ns: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _capped(numbered: list[str], cap: int) -> tuple[str, int]:
-    """Join numbered lines while under ``cap`` bytes; also return the last line number kept."""
+def _numbered_range(
+    fd: int, shown: str, start: int, end: int | None, cap: int
+) -> tuple[str, int, bool]:
+    """Lines ``start..end`` numbered while under ``cap`` bytes, the last number kept, and
+    whether the cap stopped them before ``end``.
+
+    Reads the file only up to the last line kept, and never past ``READ_MAX_SCAN_BYTES``;
+    a line longer than ``cap`` shows its head.
+    """
+    width = len(str(end or start))
     kept: list[str] = []
-    size = 0
-    for line in numbered:
-        size += len(line.encode("utf-8")) + 1
-        if size > cap and kept:
+    size, last, scanned = 0, 0, 0
+    for number, line in enumerate(read_lines(fd, cap, READ_MAX_SCAN_BYTES), 1):
+        if end is not None and number > end:
             break
-        kept.append(line)
-    last = int(kept[-1].split("\t", 1)[0]) if kept else 0
-    return "\n".join(kept), last
+        scanned += line.length + 1
+        if number < start:
+            if scanned > READ_MAX_SCAN_BYTES or not line.ended:
+                raise Refusal(
+                    "limit_reached",
+                    f"line {start} of {shown} is past the first {READ_MAX_SCAN_BYTES} bytes, "
+                    "the most file_read scans; use the shell (sed -n, tail) for it",
+                )
+            continue
+        try:
+            text = decode_head(line)
+        except UnicodeDecodeError:
+            raise Refusal("binary_file", f"{shown} is not UTF-8 text; it cannot be read") from None
+        if not line.ended:
+            text += f"[... this line goes on past the {READ_MAX_SCAN_BYTES} bytes read]"
+        elif line.cut:
+            text += f"[... {line.cut} bytes of this line cut]"
+        numbered = f"{number:>{width}}\t{text}"
+        size += len(numbered.encode("utf-8")) + 1
+        if kept and (size > cap or scanned > READ_MAX_SCAN_BYTES):
+            return "\n".join(kept), last, True
+        kept.append(numbered)
+        last = number
+    return "\n".join(kept), last, False
 
 
 class FileWrite(FileTool):
@@ -275,9 +322,16 @@ class FileEdit(FileTool):
     def _run(self, args: FileEdit.Args, ctx: ToolContext) -> ToolOutcome:
         ops = args.operations()
         with ctx.workspace.locate(args.path, "write") as where:
-            raw, info = _read_regular(where, "give a file path")
-            refuse_hard_link(info, where.shown)
-            original = _read_text(raw, where.shown)
+            with _open_file(where, "give a file path") as (fd, info):
+                refuse_hard_link(info, where.shown)
+                if info.st_size > EDIT_MAX_FILE_BYTES:
+                    raise Refusal(
+                        "limit_reached",
+                        f"{where.shown} is {info.st_size} bytes; file_edit takes files up to "
+                        f"{EDIT_MAX_FILE_BYTES} bytes (use shell tools for bigger ones)",
+                    )
+                _refuse_binary(fd, where.shown)
+                original = _read_text(read_all(fd, EDIT_MAX_FILE_BYTES + 1), where.shown)
             content, replacements = _apply(ops, original, where.shown)
             info = replace_file(where.spot, where.shown, _encode(content))[1]
         shown = where.shown
