@@ -221,9 +221,7 @@ def test_cookies_go_neither_upstream_nor_back(upstream: Upstream, proxy: LivePro
     assert "set-cookie" not in reply.headers
 
 
-def test_an_oversized_body_is_a_413_before_it_is_read(
-    upstream: Upstream, tmp_path: Path
-) -> None:
+def test_an_oversized_body_is_a_413_before_it_is_read(upstream: Upstream, tmp_path: Path) -> None:
     limit = 1024 * 1024
     with LiveProxy(upstream.url, tmp_path / "c.jsonl", max_body_bytes=limit) as live:
         url = live.url + "/v1/chat/completions"

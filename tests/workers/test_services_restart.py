@@ -113,8 +113,7 @@ def _drive(replica: Replica, session: str, in_tool: threading.Event) -> list[tup
 
 def _restart_mid_turn(cluster: Cluster, restart: Callable[[], None]) -> None:
     workers = [
-        cluster.worker(f"worker-{n}", concurrency=2, script=sleeping_script(3))
-        for n in (1, 2)
+        cluster.worker(f"worker-{n}", concurrency=2, script=sleeping_script(3)) for n in (1, 2)
     ]
     replica = cluster.replica("replica-1")
     with replica.client() as client:
@@ -142,10 +141,8 @@ def _restart_mid_turn(cluster: Cluster, restart: Callable[[], None]) -> None:
                     assert done.data["result"]["error"], done.data
             entries = client.get(f"/api/sessions/{session}/history").json()["entries"]
             users = [e["text"] for e in entries if e["kind"] == "user"]
-            # every send recorded once (a failed turn's message again for its retry)
-            assert Counter(users) == Counter(m for m, _ in ends) or users == [
-                f"turn {n} of {session}" for n in range(TURNS)
-            ], (users, ends)
+            # every send recorded once, in order (a failed turn's message again for its retry)
+            assert users == [m for m, _ in ends], (users, ends)
             calls = [c["id"] for e in entries if e["kind"] == "assistant" for c in e["tool_calls"]]
             results = Counter(e["call_id"] for e in entries if e["kind"] == "tool_result")
             assert len(set(calls)) == len(calls) and results == Counter(calls), (calls, results)
@@ -153,20 +150,20 @@ def _restart_mid_turn(cluster: Cluster, restart: Callable[[], None]) -> None:
             assert [e.id for e in replay] == list(range(1, len(replay) + 1))
         # the workers still take turns
         session = sessions[0]
-        assert _turn(client, session, "one more", lambda _: None)[-1].data["result"][
-            "status"
-        ] == ("completed")
+        assert _turn(client, session, "one more", lambda _: None)[-1].data["result"]["status"] == (
+            "completed"
+        )
 
 
 @pytest.mark.slow
 def test_a_postgresql_restart_mid_turn_loses_and_repeats_nothing(
     cluster: Cluster, postgres: Postgres
 ) -> None:
-    _restart_mid_turn(cluster, lambda: postgres.restart(down_s=1.0))
+    _restart_mid_turn(cluster, lambda: postgres.restart(down_s=2.0))
 
 
 @pytest.mark.slow
 def test_a_redis_restart_mid_turn_keeps_every_worker_running(
     cluster: Cluster, redis: Redis
 ) -> None:
-    _restart_mid_turn(cluster, lambda: redis.restart(down_s=6.0))
+    _restart_mid_turn(cluster, lambda: redis.restart(down_s=2.0))

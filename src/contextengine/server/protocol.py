@@ -22,6 +22,7 @@ class HeaderDeadlineProtocol(H11Protocol):
     """uvicorn's h11 protocol, closing connections whose request headers are late."""
 
     header_timeout_s = HEADER_TIMEOUT_S
+    _header_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Accept the connection and start its headers' clock."""
@@ -47,9 +48,8 @@ class HeaderDeadlineProtocol(H11Protocol):
         self._header_deadline = self.loop.call_later(self.header_timeout_s, self._headers_late)
 
     def _cancel_header_deadline(self) -> None:
-        deadline: asyncio.TimerHandle | None = getattr(self, "_header_deadline", None)
-        if deadline is not None:
-            deadline.cancel()
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
             self._header_deadline = None
 
     def _headers_late(self) -> None:
