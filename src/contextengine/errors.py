@@ -7,7 +7,10 @@ status). The CLI prints that line and exits 2; the server answers it as JSON.
     ├── ConfigError                a user mistake: config file, env value, argument, tool list
     ├── SessionLogError            a session log or request/usage log that cannot be read
     │   └── AppendConflictError    an index of the record already holds a different entry
-    ├── StoreError                 a session store that cannot be used (bad URL, unreachable)
+    ├── StoreError                 a session store that cannot be used (bad URL, unreachable,
+    │                              the server gone mid-turn): names the store, password hidden
+    ├── DiskError                  a file the library writes that the disk refuses (full,
+    │                              quota, read-only, size limit): names the path
     ├── TrajectoryError            a malformed trajectory file (file and field named)
     ├── WorkspaceError             a path outside the workspace, used outside a tool call
     │   └── PathRefused            (toolkit.confine) a path a tool may not touch
@@ -69,6 +72,10 @@ class AppendConflictError(SessionLogError):
 
 class StoreError(ContextEngineError):
     """A session store that cannot be used (a bad URL, a server that cannot be reached)."""
+
+
+class DiskError(ContextEngineError):
+    """The disk refused a file the library writes (full, quota, read-only): names the path."""
 
 
 class TrajectoryError(ContextEngineError):

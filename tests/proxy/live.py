@@ -8,6 +8,7 @@ from pathlib import Path
 
 import uvicorn
 
+from contextengine.proxy import MAX_BODY_BYTES
 from contextengine.proxy.app import create_proxy_app
 from contextengine.proxy.command import bind
 from contextengine.proxy.recorder import Recorder
@@ -18,8 +19,10 @@ START_TIMEOUT_S = 10
 class LiveProxy:
     """``create_proxy_app(upstream, log)`` running until the block ends."""
 
-    def __init__(self, upstream: str, log: Path | None) -> None:
-        self.app = create_proxy_app(upstream, log)
+    def __init__(
+        self, upstream: str, log: Path | None, max_body_bytes: int = MAX_BODY_BYTES
+    ) -> None:
+        self.app = create_proxy_app(upstream, log, max_body_bytes=max_body_bytes)
         self.sock = bind("127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         config = uvicorn.Config(self.app, log_level="warning", timeout_graceful_shutdown=2)
@@ -27,6 +30,11 @@ class LiveProxy:
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
         )
+
+    @property
+    def token(self) -> str:
+        """The live page's token."""
+        return str(self.app.state.token)
 
     @property
     def recorder(self) -> Recorder:

@@ -188,8 +188,12 @@ def test_live_page_and_stats(upstream: Upstream, proxy: LiveProxy) -> None:
     _chat_turns(_openai(proxy), stream=True)
     proxy.recorder.drain()
     with httpx.Client(base_url=proxy.url, timeout=10) as client:
-        page = client.get("/")
-        stats = client.get("/_contextengine/stats").json()
+        assert client.get("/").status_code == 401
+        assert client.get("/_contextengine/stats").status_code == 401
+        assert client.get("/?token=wrong").status_code == 401
+        page = client.get(f"/?token={proxy.token}", follow_redirects=True)
+        assert page.url.path == "/" and "token" not in str(page.url)
+        stats = client.get("/_contextengine/stats").json()  # the cookie carries the token
     assert "/_contextengine/stats" in page.text
     assert stats["summary"]["requests"] == 2
     assert stats["summary"]["measured_hit_rate"] == pytest.approx(0.5, abs=0.01)
@@ -197,10 +201,42 @@ def test_live_page_and_stats(upstream: Upstream, proxy: LiveProxy) -> None:
 
 
 def test_live_page_refuses_a_rebound_host(proxy: LiveProxy) -> None:
-    with httpx.Client(base_url=proxy.url, timeout=10) as client:
+    auth = {"Authorization": f"Bearer {proxy.token}"}
+    with httpx.Client(base_url=proxy.url, timeout=10, headers=auth) as client:
         for path in ("/", "/_contextengine/stats"):
             assert client.get(path, headers={"host": "evil.example"}).status_code == 403
             assert client.get(path, headers={"host": "localhost:1"}).status_code == 200
+            foreign = {"host": "localhost:1", "origin": "http://evil.example"}
+            assert client.get(path, headers=foreign).status_code == 403
+            own = {"host": "localhost:1", "origin": "http://localhost:1"}
+            assert client.get(path, headers=own).status_code == 200
+
+
+def test_cookies_go_neither_upstream_nor_back(upstream: Upstream, proxy: LiveProxy) -> None:
+    cookie = {"Cookie": "contextengine_token=serve-secret; other=1", "X-Kept": "yes"}
+    reply = httpx.get(proxy.url + "/v1/models", headers=cookie, timeout=10)
+    assert reply.status_code == 200
+    (received,) = upstream.received
+    assert "cookie" not in received.headers and received.headers["x-kept"] == "yes"
+    assert "set-cookie" not in reply.headers
+
+
+def test_an_oversized_body_is_a_413_before_it_is_read(upstream: Upstream, tmp_path: Path) -> None:
+    limit = 1024 * 1024
+    with LiveProxy(upstream.url, tmp_path / "c.jsonl", max_body_bytes=limit) as live:
+        url = live.url + "/v1/chat/completions"
+        declared = httpx.post(url, content=b"x" * (limit + 1), timeout=10)
+        assert declared.status_code == 413
+        assert "the limit is 1048576 bytes" in declared.json()["error"]["message"]
+
+        def chunks() -> Iterator[bytes]:  # no length declared: counted as it arrives
+            for _ in range(64):
+                yield b"y" * 65536
+
+        streamed = httpx.post(url, content=chunks(), timeout=10)
+        assert streamed.status_code == 413
+        assert httpx.post(url, content=b"{}", timeout=10).status_code == 200
+    assert [r.body for r in upstream.received] == [b"{}"]
 
 
 def test_a_stream_is_relayed_chunk_by_chunk(upstream: Upstream, proxy: LiveProxy) -> None:

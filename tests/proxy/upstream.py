@@ -235,6 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
         status, content_type, chunks = self.server.owner.answer(received)  # type: ignore[attr-defined]
         self.send_response(status)
         self.send_header("content-type", content_type)
+        self.send_header("set-cookie", "vendor_session=abc")  # a vendor's cookie, never relayed
         if content_type == "text/event-stream":
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()

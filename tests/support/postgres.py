@@ -12,6 +12,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ class Postgres:
     url: str
     folder: Path
     run_as: tuple[str, ...]
+    options: str = ""  # the server's command-line options, for a restart
 
     def new_database(self, name: str) -> str:
         """Create database ``name``; its URL."""
@@ -44,6 +46,15 @@ class Postgres:
     def port(self) -> int:
         """The TCP port on 127.0.0.1."""
         return int(self.url.rsplit(":", 1)[1].split("/")[0])
+
+    def restart(self, down_s: float = 0.0) -> None:
+        """Stop the server at once (every connection cut, as in a crash), stay down
+        ``down_s`` seconds, then start it again on the same port with the same data."""
+        data = str(self.folder / "data")
+        self._run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+        time.sleep(down_s)
+        log = str(self.folder / "server.log")
+        self._run("pg_ctl", "-D", data, "-o", self.options, "-l", log, "-w", "start")
 
     def stop(self) -> None:
         """Stop the server at once and remove its folder."""
@@ -102,7 +113,7 @@ def start_postgres(folder: Path, fsync: bool = False) -> Postgres:
     except RuntimeError as exc:
         text = log.read_text(errors="replace") if log.is_file() else ""
         raise RuntimeError(f"{exc}\n{text[-2000:]}") from None
-    return Postgres(f"postgresql://postgres@127.0.0.1:{port}/postgres", folder, run_as)
+    return Postgres(f"postgresql://postgres@127.0.0.1:{port}/postgres", folder, run_as, options)
 
 
 def _run_as() -> tuple[str, ...]:

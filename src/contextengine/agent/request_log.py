@@ -18,6 +18,7 @@ from pathlib import Path
 
 from contextengine.context.request import Request, Segments
 from contextengine.errors import SessionLogError
+from contextengine.session.durable import disk_errors
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class RequestLog:
             "segments": request.segments.__dict__,
             "chunks": [known.get(chunk, chunk) for chunk in request.chunks],
         }
-        with open(self.path, "a", encoding="utf-8") as fh:
+        with disk_errors(self.path), open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
         self._previous = request.chunks
 

@@ -1,31 +1,48 @@
 """The proxy app: every request passed to the upstream API untouched, model calls recorded.
 
-Request bodies go upstream byte for byte with the client's headers (auth included, hop-by-hop
-headers dropped); replies come back byte for byte, chunk by chunk as they arrive (event
-streams, and any other streamed body too). Calls to the model endpoints (``/chat/completions``, ``/responses``, ``/messages``)
-are recorded after they finish (``Recorder``). ``GET /`` is the live page; its data is at
-``GET /_contextengine/stats``.
+Request bodies go upstream byte for byte with the client's headers (auth included; hop-by-hop
+headers and cookies dropped: a browser's cookies for 127.0.0.1, such as ``serve``'s token,
+are not the API vendor's business); replies come back byte for byte, chunk by chunk as they
+arrive (event streams, and any other streamed body too), without ``Set-Cookie``. A body over
+``max_body_bytes`` is refused with a 413 as soon as that is known (its declared length, or
+the bytes read so far). Calls to the model endpoints (``/chat/completions``, ``/responses``,
+``/messages``) are recorded after they finish (``Recorder``).
+
+``GET /`` is the live page; its data is at ``GET /_contextengine/stats``. Both show prompt
+snippets, so they need the proxy's own token (``GET /?token=...`` moves it into a cookie, or
+``Authorization: Bearer``), a local Host (DNS rebinding) and, from a browser, the proxy's own
+Origin.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.background import BackgroundTask
 
 from contextengine.errors import ContextEngineError
+from contextengine.proxy import MAX_BODY_BYTES
 from contextengine.proxy.page import LIVE_PAGE
 from contextengine.proxy.recorder import Recorder
 from contextengine.server.guard import LOCAL_HOSTS, WILDCARD_HOSTS, host_name
 
 MODEL_ENDPOINTS = ("/chat/completions", "/responses", "/messages")
 STATS_PATH = "/_contextengine/stats"
+TOKEN_COOKIE = "contextengine_proxy_token"
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"]
 # Headers that describe one connection, not the message (RFC 9110 section 7.6.1).
 _HOP_BY_HOP = frozenset(
@@ -42,18 +59,27 @@ _HOP_BY_HOP = frozenset(
 )
 # httpx sets these for the upstream connection itself; the upstream is asked for identity
 # encoding so a recorded reply can be read.
-_NOT_FORWARDED = _HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
+_NOT_FORWARDED = _HOP_BY_HOP | {"host", "content-length", "accept-encoding", "cookie"}
+_NOT_RETURNED = _HOP_BY_HOP | {"set-cookie"}
 
 
 class UpstreamError(ContextEngineError):
     """The ``--upstream`` URL is not an http(s) URL."""
 
 
-def create_proxy_app(upstream: str, log: Path | None, host: str = "127.0.0.1") -> FastAPI:
+def create_proxy_app(
+    upstream: str,
+    log: Path | None,
+    host: str = "127.0.0.1",
+    *,
+    token: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> FastAPI:
     """The proxy to ``upstream`` (e.g. ``https://api.openai.com``), recording to ``log``.
 
-    The live page and its data show prompt snippets, so they answer only requests whose Host
-    is a local name or ``host`` (a page that rebinds its DNS name to 127.0.0.1 gets a 403).
+    The live page and its data answer only requests with ``token`` (a new random one when
+    ``None``; in ``app.state.token``) whose Host is a local name or ``host`` and whose Origin,
+    if any, is the proxy itself.
     """
     parts = urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -62,12 +88,20 @@ def create_proxy_app(upstream: str, log: Path | None, host: str = "127.0.0.1") -
     recorder = Recorder(log)
     page_hosts = LOCAL_HOSTS | ({host.strip("[]").lower()} - WILDCARD_HOSTS)
 
-    def refused(request: Request) -> JSONResponse | None:
-        if host_name(request.headers.get("host", "")) in page_hosts:
-            return None
-        return JSONResponse(
-            {"error": {"message": "proxy: this page answers local names only"}}, 403
-        )
+    page_token = token or secrets.token_urlsafe(24)
+
+    def refused(request: Request, presented: str | None) -> JSONResponse | None:
+        host = request.headers.get("host", "")
+        origin = request.headers.get("origin")
+        if host_name(host) not in page_hosts:
+            return _error(403, "proxy: this page answers local names only")
+        if origin is not None and urlsplit(origin).netloc.lower() != host.strip().lower():
+            return _error(403, f"proxy: origin {origin!r} may not read this page")
+        if presented is None or not secrets.compare_digest(
+            presented.encode("utf-8", "surrogateescape"), page_token.encode("utf-8")
+        ):
+            return _error(401, "proxy: open the page URL the proxy printed (it has ?token=)")
+        return None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -80,17 +114,30 @@ def create_proxy_app(upstream: str, log: Path | None, host: str = "127.0.0.1") -
 
     app = FastAPI(title="contextengine proxy", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.recorder = recorder
+    app.state.token = page_token
 
     @app.get("/", include_in_schema=False)
-    async def live_page(request: Request) -> Response:
-        return refused(request) or HTMLResponse(LIVE_PAGE)
+    async def live_page(request: Request, token: str | None = None) -> Response:
+        refusal = refused(request, token if token is not None else _presented(request))
+        if refusal is not None:
+            return refusal
+        if token is None:
+            return HTMLResponse(LIVE_PAGE)
+        # The token moves into a cookie (the page's script fetches the stats with it) and out
+        # of the address bar and the history.
+        moved = RedirectResponse("/", status_code=303)
+        moved.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+        return moved
 
     @app.get(STATS_PATH, include_in_schema=False)
     async def stats(request: Request) -> JSONResponse:
-        return refused(request) or JSONResponse(recorder.stats())
+        return refused(request, _presented(request)) or JSONResponse(recorder.stats())
 
     async def pass_through(request: Request) -> Response:
-        body = await request.body()
+        body = await _body(request, max_body_bytes)
+        if body is None:
+            message = f"proxy: request body too large (the limit is {max_body_bytes} bytes)"
+            return _error(413, message)
         target = _target(root, request.url.path, request.url.query)
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
         headers.append(("accept-encoding", "identity"))
@@ -104,7 +151,7 @@ def create_proxy_app(upstream: str, log: Path | None, host: str = "127.0.0.1") -
             message = f"proxy: cannot reach the upstream {root}: {type(exc).__name__}"
             return JSONResponse({"error": {"message": message, "type": "proxy_error"}}, 502)
         record = request.method == "POST" and request.url.path.endswith(MODEL_ENDPOINTS)
-        reply_headers = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP_BY_HOP}
+        reply_headers = {k: v for k, v in answer.headers.items() if k.lower() not in _NOT_RETURNED}
         return StreamingResponse(
             _relay(answer, recorder, request.url.path, body, record),
             answer.status_code,
@@ -115,6 +162,40 @@ def create_proxy_app(upstream: str, log: Path | None, host: str = "127.0.0.1") -
     # A plain Starlette route: no request validation or dependency injection on the hot path.
     app.add_route("/{path:path}", pass_through, methods=_METHODS, include_in_schema=False)
     return app
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    """An error in the shape the model APIs use."""
+    return JSONResponse({"error": {"message": message, "type": "proxy_error"}}, status)
+
+
+def _presented(request: Request) -> str | None:
+    """The page token a request carries: ``Authorization: Bearer`` or the cookie."""
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    cookie = SimpleCookie()
+    try:
+        cookie.load(request.headers.get("cookie", ""))
+    except CookieError:
+        return None
+    morsel = cookie.get(TOKEN_COOKIE)
+    return morsel.value if morsel is not None else None
+
+
+async def _body(request: Request, limit: int) -> bytes | None:
+    """The whole body, or ``None`` as soon as it is known to exceed ``limit`` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def _relay(

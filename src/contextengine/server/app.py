@@ -130,7 +130,10 @@ def create_app(
             if dispatcher is not None:
                 dispatcher.stop()
 
-    app = FastAPI(title="contextengine", docs_url=None, redoc_url=None, lifespan=lifespan)
+    # No schema or docs pages: they would answer without the token.
+    app = FastAPI(
+        title="contextengine", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
     app.state.store = store
     app.state.token = api_token
     guard = GuardSettings.of(

@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from contextengine.errors import ContextEngineError
+from contextengine.errors import ContextEngineError, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_input(_: Request, exc: RequestValidationError) -> JSONResponse:
         return error_response(422, describe_validation_error(exc))
+
+    @app.exception_handler(StoreError)
+    async def store_away(_: Request, exc: StoreError) -> JSONResponse:
+        # the database is away (restarting): the same request may succeed shortly
+        return error_response(503, str(exc))
 
     @app.exception_handler(ContextEngineError)
     async def engine_error(_: Request, exc: ContextEngineError) -> JSONResponse:

@@ -5,15 +5,22 @@ A local server is reachable from any web page the user opens: a page can POST to
 that page's domain). So every request must name an allowed host, a request from a browser
 page must come from the server's own origin, every ``/api`` call must carry the token, and
 no body may exceed the size limit. Each refusal is a JSON ``{"error": ...}``.
+
+Wrong tokens are throttled per client address: after ``FREE_FAILURES`` wrong tokens the
+client is refused (429, ``Retry-After``) for 1 s, doubling with each further failure up to
+``MAX_LOCKOUT_S``, without its token being looked at; a right token clears the count.
+Every response carries headers that keep pages from being framed, leaking the address (and
+so a ``?token=``) as a referrer, or running scripts from anywhere but the server.
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -23,6 +30,21 @@ TOKEN_COOKIE = "contextengine_token"
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+FREE_FAILURES = 10
+MAX_LOCKOUT_S = 60.0
+MAX_CLIENTS_TRACKED = 10_000
+SECURITY_HEADERS = (
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        b"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+        b"frame-ancestors 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-content-type-options", b"nosniff"),
+)
 
 NO_TOKEN = (
     "missing or wrong API token: send 'Authorization: Bearer <token>', "
@@ -51,6 +73,34 @@ class GuardSettings:
         )
 
 
+@dataclass
+class Throttle:
+    """Wrong-token counts per client address, and until when each client is locked out."""
+
+    failures: dict[str, int] = field(default_factory=dict)
+    locked_until: dict[str, float] = field(default_factory=dict)
+
+    def wait_s(self, client: str) -> float:
+        """Seconds ``client`` must still wait before its token is looked at (0: none)."""
+        return max(0.0, self.locked_until.get(client, 0.0) - time.monotonic())
+
+    def failed(self, client: str) -> None:
+        """Count a wrong token; lock the client out once it is past its free failures."""
+        if client not in self.failures and len(self.failures) >= MAX_CLIENTS_TRACKED:
+            self.failures.clear()  # a flood of addresses: start over rather than grow
+            self.locked_until.clear()
+        count = self.failures.get(client, 0) + 1
+        self.failures[client] = count
+        if count > FREE_FAILURES:
+            lockout = min(MAX_LOCKOUT_S, 2.0 ** (count - FREE_FAILURES - 1))
+            self.locked_until[client] = time.monotonic() + lockout
+
+    def succeeded(self, client: str) -> None:
+        """A right token: the client starts over."""
+        self.failures.pop(client, None)
+        self.locked_until.pop(client, None)
+
+
 def host_name(host_header: str) -> str:
     """The name in a Host header, without port and IPv6 brackets, lower-cased."""
     host = host_header.strip().lower()
@@ -65,17 +115,23 @@ class Guard:
     def __init__(self, app: ASGIApp, settings: GuardSettings) -> None:
         self.app = app
         self.settings = settings
+        self.throttle = Throttle()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse the request, or pass it on (with its body read within the limit)."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        send = _with_security_headers(send)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         refusal = self._refusal(scope, headers)
         if refusal is not None:
             status, message = refusal
-            await error_response(status, message)(scope, receive, send)
+            response = error_response(status, message)
+            if status == 429:
+                wait = self.throttle.wait_s(_client(scope))
+                response.headers["retry-after"] = str(max(1, round(wait)))
+            await response(scope, receive, send)
             return
         if scope["method"] in BODY_METHODS:
             body = await self._read_body(receive, headers)
@@ -101,8 +157,20 @@ class Guard:
             return 403, f"origin {origin!r} may not use this server (cross-site request)"
         path: str = scope["path"]
         is_api = path == "/api" or path.startswith("/api/")
-        if is_api and not self.settings.token_matches(_presented_token(headers)):
+        if is_api:
+            presented = _presented_token(headers)
+        elif path == "/" and b"token=" in scope.get("query_string", b""):
+            presented = _query_token(scope)
+        else:
+            return None
+        client = _client(scope)
+        wait = self.throttle.wait_s(client)
+        if wait > 0:
+            return 429, f"too many wrong API tokens from this address: wait {wait:.0f} s"
+        if not self.settings.token_matches(presented):
+            self.throttle.failed(client)
             return 401, NO_TOKEN
+        self.throttle.succeeded(client)
         return None
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes | None:
@@ -125,6 +193,27 @@ class Guard:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+
+def _client(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else ""
+
+
+def _query_token(scope: Scope) -> str | None:
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token")
+    return values[0] if values else None
+
+
+def _with_security_headers(send: Send) -> Send:
+    """``send`` that adds ``SECURITY_HEADERS`` to the response's start."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *SECURITY_HEADERS]}
+        await send(message)
+
+    return sending
 
 
 def _same_origin(origin: str, host: str) -> bool:

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from contextengine.canonical import canonical_json
 from contextengine.errors import AppendConflictError, SessionLogError
-from contextengine.session.durable import create_exclusive
+from contextengine.session.durable import create_exclusive, disk_errors
 from contextengine.session.entries import (
     ENTRY_ADAPTER,
     ENTRY_FORMAT_VERSION,
@@ -261,9 +261,12 @@ class SessionLog:
 
     def _write_line(self, fd: int, line: str) -> None:
         data = (line + "\n").encode("utf-8")
-        os.write(fd, data)
-        if self._durable:
-            os.fsync(fd)
+        with disk_errors(self._path):
+            view = memoryview(data)
+            while view:  # a short write (the disk filling up) is continued, or raises
+                view = view[os.write(fd, view) :]
+            if self._durable:
+                os.fsync(fd)
         self._size += len(data)
 
     def __del__(self) -> None:
@@ -359,7 +362,7 @@ def _parse_record(path: Path, line_no: int, raw: bytes, expected_index: int | No
 
 
 def _append_bytes(path: Path, data: bytes) -> None:
-    with open(path, "ab") as fh:
+    with disk_errors(path), open(path, "ab") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())

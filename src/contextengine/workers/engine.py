@@ -4,11 +4,21 @@
 when the turn ended, so a worker killed mid-turn leaves it unacknowledged and the broker
 hands it to another worker after ``worker_redelivery_s`` (Redis' visibility timeout).
 Workers take one message at a time per thread (no prefetch hoarding behind a slow turn).
+
+A broker that goes away (Redis restarted) is waited for, however long: the consumer retries
+its connection without a limit (Celery's default gives up after 100 attempts and the worker
+exits), and a worker that still stops on an error it calls unrecoverable is started again in
+the same process by ``run_worker``; only a shutdown signal ends it. A turn running meanwhile
+finishes (its events go to PostgreSQL, not the broker); its message, not acknowledged on the
+lost connection, comes back and is skipped as done (see ``turns.run_turn``).
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from contextengine.config import Config
@@ -21,6 +31,9 @@ if TYPE_CHECKING:
 TASK_NAME = "contextengine.run_turn"
 QUEUE = "contextengine-turns"
 STORE_RETRY_S = 5.0
+RESTART_S = 1.0  # pause before a worker that stopped on an error starts again
+
+logger = logging.getLogger(__name__)
 
 
 def celery_app(config: Config) -> Celery:
@@ -44,6 +57,9 @@ def celery_app(config: Config) -> Celery:
         accept_content=["json"],
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
+        broker_connection_retry=True,
+        broker_connection_max_retries=None,  # wait for the broker however long it is away
+        broker_channel_error_retry=True,
         broker_transport_options={
             "visibility_timeout": config.worker_redelivery_s,
             # how often a worker looks for turns whose worker died
@@ -76,14 +92,26 @@ def run_worker(config: Config, provider_for: ProviderFor, concurrency: int) -> N
             # being away: try again later rather than leave the turn open for good.
             raise task.retry(exc=exc, countdown=STORE_RETRY_S, max_retries=None) from None
 
-    app.worker_main(
-        [
-            "worker",
-            "--pool=threads",
-            f"--concurrency={concurrency}",
-            f"--queues={QUEUE}",
-            "--loglevel=INFO",
-            "--without-gossip",
-            "--without-mingle",
-        ]
-    )
+    argv = [
+        "worker",
+        "--pool=threads",
+        f"--concurrency={concurrency}",
+        f"--queues={QUEUE}",
+        "--loglevel=INFO",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    from celery.signals import worker_shutting_down
+
+    stopping = threading.Event()  # set by a shutdown signal (SIGTERM, SIGINT, SIGQUIT)
+
+    def on_shutdown(**_: object) -> None:
+        stopping.set()
+
+    worker_shutting_down.connect(on_shutdown, weak=False)
+    while True:
+        code = app.start(argv)
+        if stopping.is_set() or not code:
+            return
+        logger.error("the worker stopped on an error (exit %s); starting it again", code)
+        time.sleep(RESTART_S)

@@ -5,6 +5,10 @@ events a worker records are read back from PostgreSQL. One thread per replica ``
 to the events channel and wakes the streams of the notified session; each stream then reads
 the rows after the last id it sent, so a missed notification delays an event (at most
 ``POLL_S``) but never loses or repeats one.
+
+Queries go through a connection pool that checks each connection before lending it, so a
+PostgreSQL restart costs the requests made while the server is down (a ``StoreError``, 503)
+and nothing after: the next request gets a new connection.
 """
 
 from __future__ import annotations
@@ -12,18 +16,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextengine.config import Config
-from contextengine.errors import ContextEngineError
+from contextengine.errors import ContextEngineError, StoreError
 from contextengine.types import TurnInfo
 from contextengine.workers.engine import celery_app, enqueue
 from contextengine.workers.tables import EVENTS_CHANNEL, connect
 from contextengine.workers.turns import shared_store
 
+if TYPE_CHECKING:
+    import psycopg
+
 POLL_S = 1.0  # a stream re-reads this often even without a notification
+POOL_SIZE = 8  # connections a replica's requests share
 DONE = "done"
 
 ACCEPT = """
@@ -74,8 +82,8 @@ class TurnDispatcher:
     def __init__(self, config: Config) -> None:
         self.store = shared_store(config)
         self.celery = celery_app(config)
-        self._conn = connect(self.store)
-        self._conn_lock = threading.Lock()
+        connect(self.store).close()  # the turn and event tables, made once
+        self._pool = self.store.pool(POOL_SIZE)
         self._waiting: dict[str, set[asyncio.Event]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = threading.Event()
@@ -94,13 +102,19 @@ class TurnDispatcher:
         self._stop.set()
         if self._listener is not None:
             self._listener.join(timeout=5)
-        self._conn.close()
+        self._pool.close()
+
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[psycopg.Connection[Any]]:
+        """A checked connection from the pool; a lost server is a ``StoreError``."""
+        with self.store.errors(), self._pool.connection() as conn:
+            yield conn
 
     def accept(self, session: str, message: str) -> Follow | None:
         """Queue ``message`` as ``session``'s next turn; ``None`` when a turn is open."""
-        with self._conn_lock, self._conn.transaction():
-            last = self._scalar(LAST_EVENT, (session,))
-            row = self._conn.execute(
+        with self._db() as conn, conn.transaction():
+            last = _scalar(conn, LAST_EVENT, (session,))
+            row = conn.execute(
                 ACCEPT, {"session": session, "message": message, "first_event": last + 1}
             ).fetchone()
         if row is None:
@@ -108,29 +122,29 @@ class TurnDispatcher:
         try:
             enqueue(self.celery, int(row[0]))
         except Exception as exc:
-            with self._conn_lock:
-                self._conn.execute("DELETE FROM contextengine_turns WHERE id = %s", (row[0],))
+            with self._db() as conn:
+                conn.execute("DELETE FROM contextengine_turns WHERE id = %s", (row[0],))
             raise ContextEngineError(f"broker: cannot queue the turn ({exc})") from None
         return Follow(last, last)
 
     def open_turns(self) -> dict[str, TurnInfo]:
         """Every session's queued or running turn, by session id."""
-        with self._conn_lock:
-            rows = self._conn.execute(OPEN_TURNS).fetchall()
+        with self._db() as conn:
+            rows = conn.execute(OPEN_TURNS).fetchall()
         return {str(row[0]): _turn_of(row[1:]) for row in rows}
 
     def cancel(self, session: str) -> TurnInfo | None:
         """Ask the worker on ``session``'s open turn to stop before its next step (a worker
         that has not started it yet ends it at once); that turn, ``None`` when none is open."""
-        with self._conn_lock, self._conn.transaction():
-            row = self._conn.execute(REQUEST_STOP, (session,)).fetchone()
+        with self._db() as conn, conn.transaction():
+            row = conn.execute(REQUEST_STOP, (session,)).fetchone()
         return None if row is None else _turn_of(row)
 
     def follow(self, session: str, after: int) -> Follow:
         """Events after ``after``, and the open turn's live ones to its ``done``."""
-        with self._conn_lock, self._conn.transaction():
-            running = bool(self._scalar(OPEN_TURN, (session,)))
-            last = self._scalar(LAST_EVENT, (session,))
+        with self._db() as conn, conn.transaction():
+            running = bool(_scalar(conn, OPEN_TURN, (session,)))
+            last = _scalar(conn, LAST_EVENT, (session,))
         if after > last:
             raise ContextEngineError(
                 f"Last-Event-ID {after} is after this session's last event {last}"
@@ -141,8 +155,8 @@ class TurnDispatcher:
         """Whether ``follow`` sends anything at all."""
         if follow.until_done_after is not None:
             return True
-        with self._conn_lock:
-            return follow.after < self._scalar(LAST_EVENT, (session,))
+        with self._db() as conn:
+            return follow.after < _scalar(conn, LAST_EVENT, (session,))
 
     async def events(self, session: str, follow: Follow) -> AsyncIterator[WorkerEvent]:
         """The events ``follow`` names, in id order, each once."""
@@ -152,7 +166,12 @@ class TurnDispatcher:
         try:
             while True:
                 wake.clear()
-                rows = await asyncio.to_thread(self._read_after, session, after)
+                try:
+                    rows = await asyncio.to_thread(self._read_after, session, after)
+                except StoreError:
+                    rows = []  # the database is away: the stream waits for it, then resumes
+                    if follow.until_done_after is None:
+                        raise
                 for event in rows:
                     yield event
                     after = event.id
@@ -170,14 +189,9 @@ class TurnDispatcher:
                 del self._waiting[session]
 
     def _read_after(self, session: str, after: int) -> list[WorkerEvent]:
-        with self._conn_lock:
-            rows = self._conn.execute(READ_AFTER, (session, after)).fetchall()
+        with self._db() as conn:
+            rows = conn.execute(READ_AFTER, (session, after)).fetchall()
         return [WorkerEvent(int(i), str(e), str(d)) for i, e, d in rows]
-
-    def _scalar(self, sql: str, params: tuple[Any, ...]) -> int:
-        row = self._conn.execute(sql, params).fetchone()
-        assert row is not None
-        return int(row[0])
 
     def _listen(self) -> None:
         """In the listener thread: wake the streams of each notified session."""
@@ -203,6 +217,12 @@ class TurnDispatcher:
     def _set(self, session: str) -> None:
         for wake in self._waiting.get(session, ()):
             wake.set()
+
+
+def _scalar(conn: psycopg.Connection[Any], sql: str, params: tuple[Any, ...]) -> int:
+    row = conn.execute(sql, params).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _turn_of(row: Sequence[Any]) -> TurnInfo:

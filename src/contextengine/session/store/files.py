@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from contextengine.errors import SessionLogError
-from contextengine.session.durable import write_replacing
+from contextengine.session.durable import disk_errors, write_replacing
 from contextengine.session.entries import Entry
 from contextengine.session.layout import SessionLayout
 from contextengine.session.listing import iter_entries
@@ -134,6 +134,11 @@ def _lines(path: Path) -> list[str]:
 
 
 def _append_text(path: Path, text: str) -> None:
+    with disk_errors(path):
+        _append_fsynced(path, text)
+
+
+def _append_fsynced(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         view = memoryview(text.encode("utf-8"))

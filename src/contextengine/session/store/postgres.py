@@ -7,6 +7,10 @@ compares entries: the same is a no-op, a different one an ``AppendConflictError`
 and the memory files are rows too; the memory files are also written to the session folder as
 the working copy people and file tools read. Artifacts stay files in the session folder
 (put the sessions root on a shared file system).
+
+A server that goes away (restarted, stopped) is a ``StoreError`` naming the store, never a
+driver exception; a session's next call connects again, so a failed step can be retried
+once the server is back (an append that may have landed is recognised as a repeat).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +38,7 @@ from contextengine.session.store.protocol import Archive
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg_pool import ConnectionPool
 
 CONNECT_TIMEOUT_S = 5
 SCHEMA_LOCK = 0x636F6E74  # advisory lock id: concurrent first connections create tables once
@@ -85,6 +91,23 @@ def shown_url(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (its type when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextmanager
+def store_errors(url: str) -> Iterator[None]:
+    """Turn the driver's errors inside into a ``StoreError`` naming the store ``url``."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise StoreError(f"store {shown_url(url)}: {first_line(exc)}") from None
+
+
 class PostgresStore:
     """Sessions in a PostgreSQL database named by a ``postgresql://`` URL."""
 
@@ -108,14 +131,38 @@ class PostgresStore:
         try:
             conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         except (psycopg.Error, ValueError) as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise StoreError(f"store {self.url}: cannot connect ({reason})") from None
+            raise StoreError(f"store {self.url}: cannot connect ({first_line(exc)})") from None
         if self._url not in _SCHEMA_READY:
-            with conn.transaction():
+            with self.errors(), conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                 conn.execute(SCHEMA)
             _SCHEMA_READY.add(self._url)
         return conn
+
+    def pool(self, max_size: int) -> ConnectionPool[psycopg.Connection[Any]]:
+        """Up to ``max_size`` connections like ``connect``'s, each checked before it is lent:
+        one lost when the server restarted is replaced, not handed out."""
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise StoreError(
+                f"store {self.url}: the PostgreSQL pool is not installed"
+                " (pip install 'contextengine[postgres]')"
+            ) from None
+        self.check()  # a server that cannot be reached fails now, and the tables are made
+        return ConnectionPool(
+            self._url,
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
+            min_size=1,
+            max_size=max_size,
+            check=ConnectionPool.check_connection,
+            timeout=CONNECT_TIMEOUT_S,
+            name=self.url,
+        )
+
+    def errors(self) -> contextlib.AbstractContextManager[None]:
+        """Driver errors inside become a ``StoreError`` naming this store."""
+        return store_errors(self._url)
 
     def create(
         self, layout: SessionLayout, header: SessionHeader, durable: bool
@@ -125,29 +172,39 @@ class PostgresStore:
 
         conn = self.connect()
         try:
-            conn.execute(
-                "INSERT INTO contextengine_sessions (id, directory, header) VALUES (%s, %s, %s)",
-                (header.session_id, _key(layout), header.to_json()),
-            )
-        except psycopg.errors.UniqueViolation:
+            with self.errors():
+                conn.execute(
+                    "INSERT INTO contextengine_sessions (id, directory, header)"
+                    " VALUES (%s, %s, %s)",
+                    (header.session_id, _key(layout), header.to_json()),
+                )
+        except StoreError as exc:
             conn.close()
-            raise SessionLogError(
-                f"{layout.directory}: a session already exists here (store {self.url})"
-            ) from None
+            if isinstance(exc.__context__, psycopg.errors.UniqueViolation):
+                raise SessionLogError(
+                    f"{layout.directory}: a session already exists here (store {self.url})"
+                ) from None
+            raise
         layout.artifacts.mkdir(parents=True, exist_ok=True)
-        return PostgresSession(conn, layout, header, [], durable)
+        return PostgresSession(self, conn, layout, header, [], durable)
 
     def open(self, layout: SessionLayout) -> tuple[PostgresSession, LoadReport]:
         """The session of ``layout``'s folder, every record read back in order."""
         conn = self.connect()
-        row = conn.execute(
-            "SELECT header FROM contextengine_sessions WHERE directory = %s", (_key(layout),)
-        ).fetchone()
+        try:
+            with self.errors():
+                row = conn.execute(
+                    "SELECT header FROM contextengine_sessions WHERE directory = %s",
+                    (_key(layout),),
+                ).fetchone()
+        except StoreError:
+            conn.close()
+            raise
         if row is None:
             conn.close()
             raise SessionLogError(f"{layout.directory}: no session in store {self.url}")
         header = parse_header(layout.log, row[0].encode("utf-8"))
-        session = PostgresSession(conn, layout, header, [], durable=True)
+        session = PostgresSession(self, conn, layout, header, [], durable=True)
         session.catch_up()
         return session, LoadReport()
 
@@ -161,7 +218,7 @@ class PostgresStore:
 
     def header(self, layout: SessionLayout) -> SessionHeader | None:
         """The header of ``layout``'s session, ``None`` when there is none."""
-        with self.connect() as conn:
+        with self.connect() as conn, self.errors():
             row = conn.execute(
                 "SELECT header FROM contextengine_sessions WHERE directory = %s", (_key(layout),)
             ).fetchone()
@@ -169,7 +226,7 @@ class PostgresStore:
 
     def entries(self, layout: SessionLayout) -> Iterator[Entry]:
         """The entries of ``layout``'s session, in order (none when there is no session)."""
-        with self.connect() as conn:
+        with self.connect() as conn, self.errors():
             rows = conn.execute(
                 "SELECT r.line FROM contextengine_records r JOIN contextengine_sessions s"
                 " ON s.id = r.session WHERE s.directory = %s ORDER BY r.idx",
@@ -180,7 +237,7 @@ class PostgresStore:
 
     def usage(self, layout: SessionLayout) -> list[str]:
         """The usage rows of ``layout``'s session, in insertion order."""
-        with self.connect() as conn:
+        with self.connect() as conn, self.errors():
             rows = conn.execute(
                 "SELECT u.line FROM contextengine_usage u JOIN contextengine_sessions s"
                 " ON s.id = u.session WHERE s.directory = %s ORDER BY u.n",
@@ -190,16 +247,18 @@ class PostgresStore:
 
 
 class PostgresSession:
-    """One session's rows, over its own connection."""
+    """One session's rows, over its own connection (made again after the server was away)."""
 
     def __init__(
         self,
+        store: PostgresStore,
         conn: psycopg.Connection[Any],
         layout: SessionLayout,
         header: SessionHeader,
         records: list[LogRecord],
         durable: bool,
     ) -> None:
+        self._store = store
         self._conn = conn
         self._layout = layout
         self._header = header
@@ -220,19 +279,31 @@ class PostgresSession:
     def _id(self) -> str:
         return self._header.session_id
 
+    def _live(self) -> psycopg.Connection[Any]:
+        """The connection; a new one when the last was lost (the server restarted)."""
+        if self._conn.closed or self._conn.broken:
+            self._conn.close()
+            self._conn = self._store.connect()
+        return self._conn
+
+    def _execute(self, sql: str, params: Any) -> psycopg.Cursor[Any]:
+        """Run ``sql`` (its rows fetched): a lost server is a ``StoreError``."""
+        with self._store.errors():
+            return self._live().execute(sql, params)
+
     def append(self, record: LogRecord, archive: Archive | None = None) -> bool:
         """Insert the record, with its archive in the same transaction; see the module doc."""
         params = {"session": self._id, "idx": record.index}
         # a lone INSERT is its own transaction: one round trip per plain append
-        with self._conn.transaction() if archive is not None else contextlib.nullcontext():
+        with self._store.errors(), self._transaction(archive is not None):
             if archive is not None:
-                self._conn.execute(
+                self._execute(
                     "INSERT INTO contextengine_archives (session, name, body) VALUES (%s, %s, %s)"
                     " ON CONFLICT (session, name) DO UPDATE SET body = EXCLUDED.body",
                     (self._id, archive.name, archive.to_bytes().decode("utf-8")),
                 )
             line = record.to_json()
-            written = self._conn.execute(INSERT_NEXT, {**params, "line": line}).rowcount == 1
+            written = self._execute(INSERT_NEXT, {**params, "line": line}).rowcount == 1
             if not written:
                 self._check_repeat(record)
         if written and record.index == len(self._records):
@@ -244,8 +315,11 @@ class PostgresSession:
             self._memory.save_memory(archive.name, archive.to_bytes().decode("utf-8"))
         return written
 
+    def _transaction(self, needed: bool) -> contextlib.AbstractContextManager[Any]:
+        return self._live().transaction() if needed else contextlib.nullcontext()
+
     def _check_repeat(self, record: LogRecord) -> None:
-        row = self._conn.execute(
+        row = self._execute(
             "SELECT line FROM contextengine_records WHERE session = %s AND idx = %s",
             (self._id, record.index),
         ).fetchone()
@@ -261,14 +335,14 @@ class PostgresSession:
             )
 
     def _next_index(self) -> int:
-        row = self._conn.execute(
+        row = self._execute(
             "SELECT count(*) FROM contextengine_records WHERE session = %s", (self._id,)
         ).fetchone()
         return int(row[0]) if row else 0
 
     def catch_up(self) -> None:
         """Read the records appended (by any writer) since this session last looked."""
-        rows = self._conn.execute(
+        rows = self._execute(
             "SELECT line FROM contextengine_records WHERE session = %s AND idx >= %s ORDER BY idx",
             (self._id, len(self._records)),
         ).fetchall()
@@ -277,7 +351,7 @@ class PostgresSession:
 
     def read_archive(self, name: str) -> tuple[LogRecord, ...]:
         """The records a compaction archived under ``name``."""
-        row = self._conn.execute(
+        row = self._execute(
             "SELECT body FROM contextengine_archives WHERE session = %s AND name = %s",
             (self._id, name),
         ).fetchone()
@@ -287,20 +361,20 @@ class PostgresSession:
 
     def append_usage(self, line: str) -> None:
         """Insert one usage row."""
-        self._conn.execute(
+        self._execute(
             "INSERT INTO contextengine_usage (session, line) VALUES (%s, %s)", (self._id, line)
         )
 
     def usage_lines(self) -> list[str]:
         """The usage rows in insertion order."""
-        rows = self._conn.execute(
+        rows = self._execute(
             "SELECT line FROM contextengine_usage WHERE session = %s ORDER BY n", (self._id,)
         ).fetchall()
         return [line for (line,) in rows]
 
     def save_memory(self, name: str, text: str) -> None:
         """Upsert the memory row, then the working copy in the folder."""
-        self._conn.execute(
+        self._execute(
             "INSERT INTO contextengine_memory (session, name, content) VALUES (%s, %s, %s)"
             " ON CONFLICT (session, name) DO UPDATE SET content = EXCLUDED.content",
             (self._id, name, text),
@@ -309,7 +383,7 @@ class PostgresSession:
 
     def append_memory(self, name: str, text: str) -> None:
         """Extend the memory row, then the working copy in the folder."""
-        self._conn.execute(
+        self._execute(
             "INSERT INTO contextengine_memory (session, name, content) VALUES (%s, %s, %s)"
             " ON CONFLICT (session, name)"
             " DO UPDATE SET content = contextengine_memory.content || EXCLUDED.content",
@@ -319,7 +393,7 @@ class PostgresSession:
 
     def load_memory(self, name: str) -> str | None:
         """The memory row's content, or ``None``."""
-        row = self._conn.execute(
+        row = self._execute(
             "SELECT content FROM contextengine_memory WHERE session = %s AND name = %s",
             (self._id, name),
         ).fetchone()
