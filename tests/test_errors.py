@@ -19,6 +19,7 @@ TOOL_SIGNALS = {
     "contextengine.tools.delegation.DelegationRefused",
     "contextengine.tools.files.Refusal",
     "contextengine.toolkit.sandbox.SandboxUnavailable",
+    "contextengine.toolkit.seccomp.FilterUnavailable",
     "contextengine.tools.web_http.WebRefused",
 }
 
