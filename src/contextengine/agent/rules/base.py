@@ -16,12 +16,13 @@ from typing import Any
 
 from contextengine.agent.hooks import NullHarness
 from contextengine.memory.plan import EMPTY_PLAN, fit_plan
-from contextengine.memory.rules import RuleState
+from contextengine.memory.rules import RuleState, is_high_risk
 from contextengine.memory.working_memory import PLAN, WorkingMemory
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
 from contextengine.tools.traits import ToolTraits
-from contextengine.tools.workspace import Workspace
+from contextengine.tools.workspace import PathRefused, Workspace
+from contextengine.types import ToolCall
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,21 @@ class HarnessContext:
     def plannable(self) -> bool:
         """One of the session's tools writes the plan (``todo_write``, a recorded todo tool)."""
         return any(self.traits(name).category == "plan" for name in self.tool_names)
+
+    def is_high_risk(self, call: ToolCall) -> bool:
+        """Whether ``call`` is high-risk (R8.2): its tool declares it, or it overwrites a
+        file that exists now (asked before the call runs)."""
+        arguments = call.arguments_or_empty()
+        return is_high_risk(self.traits(call.name), self._target_exists(arguments))
+
+    def _target_exists(self, arguments: dict[str, Any]) -> bool:
+        path = arguments.get("path")
+        if not isinstance(path, str):
+            return False
+        try:
+            return self.workspace.resolve(path).is_file()
+        except (PathRefused, OSError, ValueError):  # NUL, too long: the tool reports it
+            return False
 
     def plan_body(self, limit_tokens: int | None = None) -> str:
         """The plan's text, or ``""`` while it is the untouched template; cut to its first
