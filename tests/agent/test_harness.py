@@ -261,8 +261,10 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     assert all("Memory files" not in t for t in tails[1:])
     assert tails[2] == f"{TAIL_HEADING}\nObjective: Run things.\nNo plan yet."
     assert tails[3] == "Focus: step 2", "the model's own todo_write, just before, names it"
-    assert tails[4] == tails[5] == f"{TAIL_HEADING}\nObjective: Run things.\n" + (
-        "[x] 1 Look\n[>] 2 Run\nFocus: step 2"
+    assert (
+        tails[4]
+        == tails[5]
+        == f"{TAIL_HEADING}\nObjective: Run things.\n" + ("[x] 1 Look\n[>] 2 Run\nFocus: step 2")
     ), "unchanged, yet in full after a shell call"
     assert all(t == "Focus: step 3" for t in tails[6:11])
     assert "[x] 2 Run\n[>] 3 Write" in tails[11], "recited in full again five iterations on"
