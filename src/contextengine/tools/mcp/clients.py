@@ -17,6 +17,7 @@ import concurrent.futures
 import contextlib
 import tempfile
 import threading
+import time
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO, TypeVar
@@ -94,12 +95,14 @@ class McpClients:
     def start(
         cls, servers: Mapping[str, McpServer], start_timeout_s: float, call_timeout_s: float
     ) -> McpClients:
-        """Start every server and list its tools; the first that fails closes the others
-        and raises ``McpStartError`` naming it."""
+        """Start every server (all at once) and list its tools; one that fails closes the
+        others and raises ``McpStartError`` naming it."""
         clients = cls(call_timeout_s)
         try:
-            for name, spec in servers.items():
-                clients._open(name, spec, start_timeout_s)
+            readiness = [clients._open(name, spec) for name, spec in servers.items()]
+            deadline = time.monotonic() + start_timeout_s
+            for conn, ready in readiness:
+                clients._await_start(conn, ready, deadline, start_timeout_s)
         except BaseException:
             clients.close()
             raise
@@ -153,15 +156,23 @@ class McpClients:
     def _wait(self, coroutine: Coroutine[Any, Any, _T], timeout: float | None) -> _T:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
 
-    def _open(self, name: str, spec: McpServer, timeout_s: float) -> None:
+    def _open(self, name: str, spec: McpServer) -> tuple[_Connection, asyncio.Future[None]]:
+        """Begin starting server ``name``: its connection and the future set once it is up."""
         # closed by ``close``: the server writes to it for the session's whole life
         errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         conn = _Connection(name, spec, errlog)
         self._connections[name] = conn
         ready: asyncio.Future[None] = self._wait(self._future(), None)
         conn.handle = asyncio.run_coroutine_threadsafe(self._hold(conn, ready), self._loop)
+        return conn, ready
+
+    def _await_start(
+        self, conn: _Connection, ready: asyncio.Future[None], deadline: float, timeout_s: float
+    ) -> None:
+        name = conn.name
+        left = max(deadline - time.monotonic(), 0.0)
         try:
-            self._wait(asyncio.wait_for(asyncio.shield(ready), timeout_s), timeout_s + 5)
+            self._wait(asyncio.wait_for(asyncio.shield(ready), left), left + 5)
         except TimeoutError:
             conn.handle.cancel()  # a server stuck in its handshake is stopped
             raise McpStartError(

@@ -55,17 +55,17 @@ class ToolCatalog:
 
     def search(self, query: str, limit: int = SEARCH_LIMIT) -> list[McpTool]:
         """The tools best matching ``query``: an exact name first, then BM25 over names and
-        descriptions; a query with regex characters that compiles matches as a regex."""
+        descriptions; a query with regex characters that compiles matches as a regex (the
+        matching tools by name)."""
         query = query.strip()
         exact = [t for n, t in self.tools.items() if query in (n, t.source.name)]
         pattern = _regex(query)
         if pattern is not None:
-            matched = [
+            ranked = [
                 t
                 for n, t in self.tools.items()
                 if pattern.search(n) or pattern.search(t.description)
             ]
-            ranked = sorted(matched, key=lambda t: -self._score(words(query), t.name))
         else:
             scored = [(self._score(words(query), name), name) for name in self.tools]
             ranked = [
