@@ -84,6 +84,11 @@ def build(generated: int) -> MCPServer:
         await asyncio.sleep(seconds)
         return "woke up"
 
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def pid() -> str:
+        """The server's process id."""
+        return str(os.getpid())
+
     @server.tool()
     def crash() -> str:
         """Kill the server process."""
