@@ -97,7 +97,7 @@ def build(generated: int) -> MCPServer:
     @server.tool()
     async def garble() -> str:
         """Answer with a line that is not JSON-RPC instead of a result."""
-        os.write(sys.stdout.fileno(), b"this is {not json-rpc\n")
+        os.write(_wire_fd(), b"this is {not json-rpc\n")
         await asyncio.sleep(3600)
         return "garbled"
 
@@ -117,6 +117,21 @@ def build(generated: int) -> MCPServer:
             f"(generated tool {n}: {verb} {topic}).",
         )
     return server
+
+
+WIRE = os.fstat(1)  # the protocol pipe, before the SDK moves it off fd 1 (prints go to stderr)
+
+
+def _wire_fd() -> int:
+    """The descriptor the SDK now writes the protocol to (a duplicate of the first fd 1)."""
+    for fd in range(3, 256):
+        try:
+            found = os.fstat(fd)
+        except OSError:
+            continue
+        if (found.st_dev, found.st_ino) == (WIRE.st_dev, WIRE.st_ino):
+            return fd
+    return sys.stdout.fileno()
 
 
 def _generated(n: int):  # type: ignore[no-untyped-def]

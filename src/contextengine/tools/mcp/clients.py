@@ -32,6 +32,7 @@ from contextengine.tools.mcp.servers import HttpServer, McpServer, StdioServer
 
 _T = TypeVar("_T")
 CLOSE_TIMEOUT_S = 10.0
+DESCRIBE_CHARS = 300  # of an exception's text in an error message
 STDERR_CHARS = 300  # of a server's stderr, quoted when it fails to start
 
 
@@ -320,5 +321,8 @@ def _describe(exc: BaseException) -> str:
     """An exception in one line; a group (anyio's) by its first member."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    text = " ".join(str(exc).split())
+    lines = [line for line in str(exc).splitlines() if "errors.pydantic.dev" not in line]
+    text = " ".join(" ".join(lines).split())
+    if len(text) > DESCRIBE_CHARS:
+        text = text[: DESCRIBE_CHARS - 1] + "…"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
