@@ -424,8 +424,8 @@ class _EnvSource(EnvSettingsSource):
         if field_name == "mcp_servers":
             try:
                 return json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"not valid JSON ({exc.msg})") from None
+            except json.JSONDecodeError:
+                return value  # the setting's validator names the problem and the variable
         return tuple(part.strip() for part in str(value).split(",") if part.strip())
 
 

@@ -85,7 +85,7 @@ def server_entry(name: str, value: Any, source: str = "mcpServers") -> McpServer
 def server_entries(value: Any, source: str = "mcpServers") -> dict[str, McpServer]:
     """An ``mcpServers`` mapping as settings, by server name."""
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{source}: mcpServers must be an object of servers by name")
+        raise ConfigError(f"{source}: mcpServers must be a (JSON) object of servers by name")
     return {str(name): server_entry(str(name), entry, source) for name, entry in value.items()}
 
 

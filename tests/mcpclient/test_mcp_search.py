@@ -99,7 +99,10 @@ def test_tool_call_runs_a_found_tool_and_one_never_searched(session):
 def test_an_unknown_name_is_refused_with_the_closest_names(session):
     _, _, _, results = session
     unknown = results[5]
-    assert unknown.status == "error" and "no MCP tool is called 'mcp__many__gen_999'" in unknown.content
+    assert (
+        unknown.status == "error"
+        and "no MCP tool is called 'mcp__many__gen_999'" in unknown.content
+    )
     assert "tool_search" in unknown.content
 
 

@@ -61,9 +61,7 @@ def session(tmp_path_factory: pytest.TempPathFactory, http_url: str):
     agent = Agent(provider, workspace, Config(mcp_tool_budget_tokens=100_000))
     with agent:
         result = agent.run("Try the MCP tools.")
-        results = [
-            r.entry for r in agent.session.records if isinstance(r.entry, ToolResultEntry)
-        ]
+        results = [r.entry for r in agent.session.records if isinstance(r.entry, ToolResultEntry)]
         yield agent, provider, result, results
 
 
