@@ -98,3 +98,11 @@ def test_a_bad_mcp_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert_one_line_error(result, "servers.json", "MCP server 's'", "SSE transport")
+
+
+def test_serve_refuses_a_bad_mcp_config_before_listening(tmp_path: Path) -> None:
+    servers = tmp_path / "servers.json"
+    servers.write_text(json.dumps({"mcpServers": {"bad name": {"command": "x"}}}))
+    result = run_cli("serve", "-w", str(tmp_path), "--port", "0", "--mcp-config", str(servers))
+    assert result.returncode == 2
+    assert_one_line_error(result, "servers.json", "MCP server name 'bad name'")
