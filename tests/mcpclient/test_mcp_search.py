@@ -12,6 +12,7 @@ from contextengine import Config, ScriptedProvider
 from contextengine.agent.loop import Agent
 from contextengine.session.entries import ToolResultEntry
 from contextengine.tools.mcp.search import ToolCatalog, words
+from contextengine.types import ToolCall as ToolCallRequest
 from support.mcp_servers import stdio_entry
 from support.requests import persisted_text
 
@@ -30,6 +31,8 @@ SCRIPT = [
     call("tool_search", query=r"^mcp__many__gen_00[12]$"),
     call("tool_call", name="mcp__many__gen_999", arguments={}),
     call("tool_call", name="mcp__many__echo", arguments='{"text": "as a JSON string"}'),
+    call("todo_write", todos=[{"content": "Clean up the tables", "status": "in_progress"}]),
+    call("tool_call", name="mcp__many__drop_table", arguments={"table": "stale"}),
     {"content": "Customer records of region 57 created; other tools checked too."},
 ]
 
@@ -104,6 +107,18 @@ def test_an_unknown_name_is_refused_with_the_closest_names(session):
         and "no MCP tool is called 'mcp__many__gen_999'" in unknown.content
     )
     assert "tool_search" in unknown.content
+
+
+def test_a_destructive_tool_run_by_tool_call_is_followed_by_the_full_status(session):
+    agent, provider, _, results = session
+    assert results[8].status == "success" and "table stale dropped" in results[8].content
+    before, after = provider.requests[8], provider.requests[9]
+    assert before.messages[-1]["content"] == "Focus: step 1"
+    assert "[>] 1 Clean up the tables" in after.messages[-1]["content"]
+    drop = ToolCallRequest("c", "tool_call", '{"name": "mcp__many__drop_table"}')
+    assert agent.toolset.call_traits(drop).risk == "high"
+    echo = ToolCallRequest("c", "tool_call", '{"name": "mcp__many__echo"}')
+    assert agent.toolset.call_traits(echo).category == "read"
 
 
 def test_words_split_names_and_descriptions() -> None:

@@ -218,6 +218,7 @@ class AgentParts:
                 injectors=injectors,
                 traits=toolset.traits,
                 tool_names=toolset.names,
+                call_traits=getattr(toolset, "call_traits", None),
             ),
             compactor=Compactor(session, config, display, gauge.of_chunks),
             pruner=Pruner(session, config, externalizer, getattr(provider, "model", "")),

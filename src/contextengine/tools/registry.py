@@ -52,6 +52,16 @@ class Toolset:
         """What the tool called ``name`` declares about itself (``UNDECLARED`` if unknown)."""
         return traits_of(self._tools.get(name))
 
+    def call_traits(self, call: ToolCall) -> ToolTraits:
+        """What one call declares: a tool that runs other tools (``tool_call``) answers
+        ``traits_of_call(arguments)`` with the called tool's traits; else ``traits``."""
+        resolve = getattr(self._tools.get(call.name), "traits_of_call", None)
+        if callable(resolve):
+            declared = resolve(call.arguments_or_empty())
+            if isinstance(declared, ToolTraits):
+                return declared
+        return self.traits(call.name)
+
     def specs(self) -> list[ToolSpec]:
         """The definitions the model sees, sorted by name; same bytes on every call."""
         return [

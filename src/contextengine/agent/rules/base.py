@@ -43,6 +43,7 @@ class HarnessContext:
     model: str
     resumed: bool
     tool_names: tuple[str, ...]
+    call_traits: Callable[[ToolCall], ToolTraits] | None = None  # else traits by name
 
     @classmethod
     def of(
@@ -53,13 +54,25 @@ class HarnessContext:
         traits: Callable[[str], ToolTraits],
         model: str = "",
         tool_names: Sequence[str] = (),
+        *,
+        call_traits: Callable[[ToolCall], ToolTraits] | None = None,
     ) -> HarnessContext:
         """The context of ``session``, its counters folded from every record so far."""
         state = RuleState(traits)
         for record in session.records:
             state.observe(record)
         resumed = bool(session.records)
-        return cls(session, memory, workspace, state, traits, model, resumed, tuple(tool_names))
+        return cls(
+            session,
+            memory,
+            workspace,
+            state,
+            traits,
+            model,
+            resumed,
+            tuple(tool_names),
+            call_traits,
+        )
 
     @property
     def plannable(self) -> bool:
@@ -67,10 +80,11 @@ class HarnessContext:
         return any(self.traits(name).category == "plan" for name in self.tool_names)
 
     def is_high_risk(self, call: ToolCall) -> bool:
-        """Whether ``call`` is high-risk (R8.2): its tool declares it, or it overwrites a
-        file that exists now (asked before the call runs)."""
+        """Whether ``call`` is high-risk (R8.2): its tool (or the call, for a tool that runs
+        others) declares it, or it overwrites a file that exists now (asked before it runs)."""
         arguments = call.arguments_or_empty()
-        return is_high_risk(self.traits(call.name), self._target_exists(arguments))
+        traits = self.call_traits(call) if self.call_traits else self.traits(call.name)
+        return is_high_risk(traits, self._target_exists(arguments))
 
     def _target_exists(self, arguments: dict[str, Any]) -> bool:
         path = arguments.get("path")

@@ -160,6 +160,11 @@ class ToolCall:
     def __init__(self, catalog: ToolCatalog) -> None:
         self._catalog = catalog
 
+    def traits_of_call(self, arguments: dict[str, Any]) -> ToolTraits:
+        """The traits of the tool a call runs (a destructive one is high-risk, R8.2)."""
+        tool = self._catalog.tools.get(str(arguments.get("name", "")))
+        return tool.traits if tool is not None else self.traits
+
     def run(self, args: ToolCall.Args, ctx: ToolContext) -> ToolOutcome:
         """Check the arguments against the tool's schema, then call it."""
         tool = self._catalog.tools.get(args.name)
