@@ -18,6 +18,7 @@ TOOL_SIGNALS = {
     # Raised and caught inside one tool, which returns a ToolError value instead.
     "contextengine.tools.delegation.DelegationRefused",
     "contextengine.tools.files.Refusal",
+    "contextengine.tools.mcp.clients.McpCallError",
     "contextengine.toolkit.sandbox.SandboxUnavailable",
     "contextengine.toolkit.seccomp.FilterUnavailable",
     "contextengine.tools.web_http.WebRefused",

@@ -114,6 +114,17 @@ BrokerOption = Annotated[
         "(setting broker; needs a postgresql:// store)."
     ),
 ]
+McpConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--mcp-config",
+        help='MCP servers whose tools the agent may use: a JSON file {"mcpServers": {...}} '
+        "(Claude Code's .mcp.json shape). Without it, .mcp.json at the workspace root is "
+        "read (setting mcp_project_file = false turns that off).",
+        exists=True,
+        dir_okay=False,
+    ),
+]
 ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", "-c", help="Config file (TOML or YAML).", exists=True, dir_okay=False),
@@ -192,6 +203,7 @@ def run(
         typer.Option(help="Reasoning effort of reasoning models.", case_sensitive=False),
     ] = None,
     store: StoreOption = None,
+    mcp_config: McpConfigOption = None,
 ) -> None:
     """Run the agent on a task in a workspace (or chat with it interactively)."""
     from contextengine.agent.loop import Agent
@@ -203,7 +215,10 @@ def run(
         "temperature": temperature,
         "reasoning_effort": reasoning_effort and reasoning_effort.value,
     }
-    settings = _settings(config, timeout, retries, api_key=api_key, store=store, **generation)
+    settings = _with_mcp(
+        _settings(config, timeout, retries, api_key=api_key, store=store, **generation),
+        mcp_config,
+    )
     open_store(settings).check()
     # A resumed session chooses its recorded provider again; flags given here win.
     recorded = read_meta(resume) if resume is not None else None
@@ -260,6 +275,7 @@ def serve(
     api_key: ApiKeyOption = None,
     store: StoreOption = None,
     broker: BrokerOption = None,
+    mcp_config: McpConfigOption = None,
 ) -> None:
     """Serve the HTTP API (SSE events) and the web UI for sessions in a workspace."""
     try:
@@ -270,7 +286,10 @@ def serve(
             "the server needs its extra: pip install 'contextengine[server]'"
         ) from exc
 
-    settings = _settings(config, timeout, retries, api_key=api_key, store=store, broker=broker)
+    settings = _with_mcp(
+        _settings(config, timeout, retries, api_key=api_key, store=store, broker=broker),
+        mcp_config,
+    )
     _provider(provider, model, base_url, settings)  # a bad name, model or key fails now
     open_store(settings).check()  # and so does a store that cannot be reached
     application = create_app(
@@ -337,6 +356,17 @@ def _settings(
     }
     cli.update({name: ("--" + name.replace("_", "-"), value) for name, value in options.items()})
     return Config.load(config, cli=cli)
+
+
+def _with_mcp(settings: Config, mcp_config: Path | None) -> Config:
+    """The settings with the servers of ``--mcp-config`` added (they win a name), which
+    then stands instead of the workspace's ``.mcp.json``."""
+    if mcp_config is None:
+        return settings
+    from contextengine.toolkit.mcp_servers import read_mcp_file
+
+    servers = {**settings.mcp_servers, **read_mcp_file(mcp_config)}
+    return settings.with_flags(mcp_servers=servers, mcp_project_file=False)
 
 
 def _provider(name: str, model: str | None, base_url: str | None, settings: Config) -> Provider:

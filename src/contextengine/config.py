@@ -8,6 +8,7 @@ pydantic-settings source; a bad value is blamed on the source it came from. With
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from pydantic_settings import (
 )
 
 from contextengine.errors import ConfigError
+from contextengine.toolkit.mcp_servers import McpServer, server_entries
 from contextengine.toolkit.modes import MODE_NAMES, ModeName
 from contextengine.types import ReasoningEffort
 
@@ -305,6 +307,38 @@ class Config(BaseSettings):
         "after this long (the broker's visibility timeout; keep it above the longest turn).",
     )
 
+    # MCP servers (R18): their tools join the session's tool list.
+    mcp_servers: dict[str, McpServer] = Field(
+        default_factory=dict,
+        description="MCP servers whose tools the agent may call, by name, in the shape of "
+        "mcpServers in .mcp.json: {command, args, env, cwd} or {type: http, url, headers}.",
+    )
+    mcp_project_file: bool = Field(
+        True,
+        description="Also start the servers of .mcp.json at the workspace root (a "
+        "command's --mcp-config replaces it).",
+    )
+    mcp_tool_budget_tokens: int = Field(
+        2000,
+        ge=0,
+        description="Most tokens the MCP tools' definitions may take in every request; over "
+        "it they are found with tool_search and run with tool_call (0: always).",
+    )
+    mcp_start_timeout_s: float = Field(
+        30.0, gt=0, allow_inf_nan=False, description="Seconds an MCP server may take to start."
+    )
+    mcp_call_timeout_s: float = Field(
+        120.0, gt=0, allow_inf_nan=False, description="Seconds an MCP tool call may take."
+    )
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _mcp_servers(cls, value: Any) -> Any:
+        try:
+            return server_entries(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+
     @field_validator("mode", mode="before")
     @classmethod
     def _mode_upper(cls, value: Any) -> Any:
@@ -390,7 +424,13 @@ class _EnvSource(EnvSettingsSource):
         return {key.lower(): value for key, value in self._given_env.items()}
 
     def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
-        """A list setting is comma-separated text (``a,b``), as the docs show it."""
+        """A list setting is comma-separated text (``a,b``), as the docs show it; the MCP
+        servers are JSON, as in ``.mcp.json``."""
+        if field_name == "mcp_servers":
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                return value  # the setting's validator names the problem and the variable
         return tuple(part.strip() for part in str(value).split(",") if part.strip())
 
 

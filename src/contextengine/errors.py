@@ -15,6 +15,8 @@ status). The CLI prints that line and exits 2; the server answers it as JSON.
     ├── WorkspaceError             a path outside the workspace, used outside a tool call
     │   └── PathRefused            (toolkit.confine) a path a tool may not touch
     ├── PlanUpdateError            a plan update that cannot apply (a step out of range)
+    ├── McpStartError              (tools.mcp.clients) an MCP server that cannot start or
+    │                              does not answer its handshake: names the server
     ├── ProviderError              a model call failed: ``status``, ``retryable``
     │   ├── MissingAPIKeyError     no API key set
     │   ├── ScriptExhaustedError   the scripted provider ran out of replies

@@ -236,8 +236,9 @@ def test_two_action_rule_reminds_after_two_reads_and_not_again_without_change(tm
 
 def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     """An empty plan is never recited into history, and a plan the model writes itself is
-    in view already; the tail recites the current plan on every request, so it stands
-    before every shell call and every fifth iteration without being stored."""
+    in view already; the tail recites the current plan without being stored: in full
+    right after every shell call (R8.2: re-read before the next decision) and every fifth
+    iteration, else its focus."""
     script = [
         step(call("file_ls")),
         step(call("shell_exec", command="true")),
@@ -253,13 +254,18 @@ def test_plan_recitation_at_start_before_shell_and_every_five_calls(tmp_path):
     assert plan_reminders(agent) == []
     requests = main_requests(provider)
     tails = [r.messages[-1]["content"] for r in requests]
-    # requests 1, 3 and 4 are answered with shell_exec: each ends with the plan's status,
-    # in full every fifth iteration, else its focus
+    # requests 1, 3 and 4 are answered with shell_exec: the requests after them (2, 4, 5)
+    # end with the full status; the others with the focus, in full every fifth iteration
     assert tails[1].endswith("No plan yet.")
     assert "\nMemory files: .contextengine/sessions/" in tails[0], "named at the turn's start"
     assert all("Memory files" not in t for t in tails[1:])
+    assert tails[2] == f"{TAIL_HEADING}\nObjective: Run things.\nNo plan yet."
     assert tails[3] == "Focus: step 2", "the model's own todo_write, just before, names it"
-    assert tails[4] == "Focus: step 2", "unchanged: the focus only"
+    assert (
+        tails[4]
+        == tails[5]
+        == f"{TAIL_HEADING}\nObjective: Run things.\n" + ("[x] 1 Look\n[>] 2 Run\nFocus: step 2")
+    ), "unchanged, yet in full after a shell call"
     assert all(t == "Focus: step 3" for t in tails[6:11])
     assert "[x] 2 Run\n[>] 3 Write" in tails[11], "recited in full again five iterations on"
 
@@ -429,13 +435,15 @@ def test_the_tail_lists_unresolved_errors_when_it_recites_in_full(tmp_path):
     script = [
         step(todo(("Probe", "in_progress"))),
         step(failing_python()),
-        *[step(call("file_ls")) for _ in range(4)],
+        *[step(call("file_ls")) for _ in range(5)],
         {"content": "The probe fails: undefined_name is not defined anywhere."},
     ]
     agent, provider = make_agent(tmp_path, script)
     agent.run("Probe python.")
+    after_shell = main_requests(provider)[2].messages[-1]["content"]
+    assert "[>] 1 Probe" in after_shell and "Recent errors (unresolved)" in after_shell
     tail = main_requests(provider)[-1].messages[-1]["content"]
-    assert "[>] 1 Probe" in tail, "a full recital five iterations after the plan's"
+    assert "[>] 1 Probe" in tail, "a full recital five iterations after the last"
     assert tail.endswith("NameError: name 'undefined_name' is not defined")
     assert "\nRecent errors (unresolved):\n- shell_exec python3 -c " in tail
 

@@ -201,3 +201,37 @@ def test_without_a_plan_tool_a_status_names_the_memory_folder_once_findings_are_
         "Look around."
     )
     assert with_plan.requests[1].messages[-1]["content"] == "No plan yet."
+
+
+def test_the_request_after_a_high_risk_call_recites_the_full_status(tmp_path: Path) -> None:
+    """R8.2: the plan is re-read before the next decision after a high-risk call (the
+    built-in shell_exec or any tool declaring high risk), even when the plan was recited
+    a few steps before and only the focus line would be due."""
+    plan = {
+        "name": "todo_write",
+        "arguments": {
+            "todos": [
+                {"content": "Look around", "status": "in_progress"},
+                {"content": "Zap the target", "status": "pending"},
+            ]
+        },
+    }
+    shell = {"name": "shell_exec", "arguments": {"command": "true"}}
+    script = [
+        {"content": "Planning.", "tool_calls": [plan]},
+        _step("peek"),
+        {"content": "Zapping.", "tool_calls": [{"name": "zap", "arguments": {}}]},
+        _step("peek"),
+        {"content": "Running.", "tool_calls": [shell]},
+        {"content": "All zapped and checked."},
+    ]
+    agent = _agent(tmp_path, script)
+    agent.run("Zap the target.")
+    provider = agent.provider
+    assert isinstance(provider, ScriptedProvider)
+    tails = [str(r.messages[-1]["content"]) for r in provider.requests]
+    assert "[ ] 2 Zap the target" not in tails[2], "the request before is brief"
+    after_zap, after_peek, after_shell = tails[3], tails[4], tails[5]
+    assert "## Task status" in after_zap and "2 Zap the target" in after_zap
+    assert "Zap the target" not in after_peek, "a low-risk call is followed by the focus"
+    assert "## Task status" in after_shell and "2 Zap the target" in after_shell

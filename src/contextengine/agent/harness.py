@@ -164,8 +164,11 @@ class DefaultHarness(RuleHarness):
         traits: Callable[[str], ToolTraits] = lambda _: UNDECLARED,
         tool_names: Sequence[str] = (),
         versions: MemoryRepo | None = None,
+        call_traits: Callable[[ToolCall], ToolTraits] | None = None,
     ) -> None:
-        ctx = HarnessContext.of(session, memory, workspace, traits, model, tool_names)
+        ctx = HarnessContext.of(
+            session, memory, workspace, traits, model, tool_names, call_traits=call_traits
+        )
         rules = default_rules(
             ctx,
             config,
@@ -187,12 +190,14 @@ def build_harness(
     injectors: Sequence[Injector] = (),
     traits: Callable[[str], ToolTraits] = lambda _: UNDECLARED,
     tool_names: Sequence[str] = (),
+    call_traits: Callable[[ToolCall], ToolTraits] | None = None,
 ) -> Harness:
     """The default harness for an agent, or the null one when every harness flag is off.
 
     ``injectors`` run after the built-in ones (when the ``injection`` flag is on);
     ``traits`` says what each tool (by name) declares, as ``Toolset.traits`` does, and
-    ``tool_names`` which tools the session has (the task-status tail needs a plan tool). With
+    ``tool_names`` which tools the session has (the task-status tail needs a plan tool);
+    ``call_traits``, where given, what one call declares (``Toolset.call_traits``). With
     ``memory_git`` on (and working memory), the memory files are committed per turn;
     ``ConfigError`` when git is missing.
     """
@@ -223,4 +228,5 @@ def build_harness(
         traits=traits,
         tool_names=tool_names,
         versions=versions,
+        call_traits=call_traits,
     )

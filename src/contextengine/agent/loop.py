@@ -125,6 +125,7 @@ class Agent:
         self.compactor = parts.compactor
         self.pruner = parts.pruner
         self.gauge = parts.gauge
+        self.mcp = parts.mcp
         self.ask_human = ask_human
         # The mask the agent works under (its mode); MaskRules adds the state rules.
         self.mask = mask
@@ -177,8 +178,13 @@ class Agent:
             raise
 
     def close(self) -> None:
-        """Release the session log's file handle (``with Agent(...)`` calls this at its end)."""
-        self.session.close()
+        """Release the session log's file handle and close the session's MCP servers
+        (``with Agent(...)`` calls this at its end)."""
+        try:
+            self.session.close()
+        finally:
+            if self.mcp is not None:
+                self.mcp.close()
 
     def __enter__(self) -> Agent:
         return self

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from contextengine.agent.compaction import Compactor
 from contextengine.agent.harness import build_harness
@@ -26,6 +26,8 @@ from contextengine.compress.observation import ObservationProcessor
 from contextengine.compress.prune import Pruner
 from contextengine.config import Config
 from contextengine.context.builder import ContextBuilder
+from contextengine.context.tokens import count_tokens
+from contextengine.errors import ConfigError
 from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import Injector
 from contextengine.memory.scope import SessionScope
@@ -37,6 +39,7 @@ from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.mask import ToolMask
+from contextengine.toolkit.mcp_servers import session_servers
 from contextengine.toolkit.sandbox import SandboxPolicy
 from contextengine.toolkit.spec import ToolSpec
 from contextengine.toolkit.traits import ToolTraits
@@ -51,6 +54,9 @@ from contextengine.tools.search_backend import search_backend
 from contextengine.tools.web_http import WebPolicy
 from contextengine.tools.web_search import WebSearch
 from contextengine.types import ToolCall
+
+if TYPE_CHECKING:
+    from contextengine.tools.mcp.attach import McpAttachment
 
 
 class ToolRunner(Protocol):
@@ -94,6 +100,7 @@ class AgentParts:
     compactor: Compactor
     pruner: Pruner
     gauge: TokenGauge
+    mcp: McpAttachment | None = None  # the session's MCP servers, closed with the agent
 
     @classmethod
     def defaults(
@@ -119,13 +126,59 @@ class AgentParts:
         ``session_id``; ``provider_choice`` is recorded so a resume can choose it again;
         ``parent``: the delegating session's id, for a sub-agent). ``mode``: the preset the
         agent starts in (else the config's), which may add tools (``DEEP_RESEARCH``:
-        ``agent_delegate``).
+        ``agent_delegate``). With the default tools, the MCP servers of the config and of
+        the workspace's ``.mcp.json`` are started and their tools join (R18); they are
+        closed with the agent (``Agent.close``).
         """
         config = config if config is not None else Config.load()
         root = Path(workspace).resolve()
         root.mkdir(parents=True, exist_ok=True)
         code_map_on = config.enabled and config.code_map
-        toolset: ToolRunner = tools or _default_tools(config, code_map_on, mode or config.mode)
+        mcp: McpAttachment | None = None
+        if tools is None:
+            default = _default_tools(config, code_map_on, mode or config.mode)
+            mcp = _mcp(config, root)
+            tools = default.plus(*mcp.tools) if mcp is not None else default
+        try:
+            return cls._assembled(
+                provider,
+                root,
+                config,
+                tools,
+                mcp,
+                session=session,
+                harness=harness,
+                system_prompt=system_prompt,
+                protocol=protocol,
+                session_id=session_id,
+                injectors=injectors,
+                provider_choice=provider_choice,
+                parent=parent,
+            )
+        except BaseException:
+            if mcp is not None:
+                mcp.close()
+            raise
+
+    @classmethod
+    def _assembled(
+        cls,
+        provider: Provider,
+        root: Path,
+        config: Config,
+        toolset: ToolRunner,
+        mcp: McpAttachment | None,
+        *,
+        session: Session | None,
+        harness: Harness | None,
+        system_prompt: str | None,
+        protocol: Literal["native", "text"],
+        session_id: str | None,
+        injectors: Sequence[Injector],
+        provider_choice: ProviderChoice | None,
+        parent: str | None,
+    ) -> AgentParts:
+        code_map_on = config.enabled and config.code_map
         if session is None:
             style = RenderStyle(protocol=protocol, diversity=config.flag("diversity"))
             choice = _chosen(provider, provider_choice)
@@ -167,11 +220,35 @@ class AgentParts:
                 injectors=injectors,
                 traits=toolset.traits,
                 tool_names=toolset.names,
+                call_traits=getattr(toolset, "call_traits", None),
             ),
             compactor=Compactor(session, config, display, gauge.of_chunks),
             pruner=Pruner(session, config, externalizer, getattr(provider, "model", "")),
             gauge=gauge,
+            mcp=mcp,
         )
+
+
+def _mcp(config: Config, workspace: Path) -> McpAttachment | None:
+    """The MCP servers of the config and of ``.mcp.json``, started (``None``: there are none)."""
+    servers = session_servers(config.mcp_servers, workspace, config.mcp_project_file)
+    if not servers:
+        return None
+    try:
+        from contextengine.tools.mcp.attach import attach_mcp
+    except ImportError:
+        names = ", ".join(servers)
+        raise ConfigError(
+            f"MCP servers are configured ({names}) but the MCP client is not installed: "
+            "pip install 'contextengine[mcp]'"
+        ) from None
+    return attach_mcp(
+        servers,
+        config.mcp_tool_budget_tokens,
+        count_tokens,
+        config.mcp_start_timeout_s,
+        config.mcp_call_timeout_s,
+    )
 
 
 def _default_tools(config: Config, code_map: bool, mode: str | None) -> Toolset:

@@ -130,6 +130,7 @@ class TailRecital:
         just_written: bool = False,
         where: str | None = None,
         objective_is_request: bool = False,
+        high_risk: bool = False,
     ) -> str | None:
         """The full status when it is due at ``iteration`` (model calls so far), else
         ``None``. It is due when it changed, while a step is open every ``FULL_EVERY``
@@ -142,7 +143,8 @@ class TailRecital:
         the memory files, named with the first recital it is given to and a turn's (a
         session that cannot plan gives it once it asks the model to use the files).
         ``objective_is_request``: the objective is the turn's request, so a turn's first
-        request, which ends with that message, leaves it out (recited all the same)."""
+        request, which ends with that message, leaves it out (recited all the same).
+        ``high_risk``: the request follows a high-risk call, so it is due (R8.2)."""
         full = task_status(plan, first_user_text, plannable=self._plannable)
         stale = iteration - self._full_at >= FULL_EVERY
         recitable = self._recitable(plan)
@@ -150,7 +152,7 @@ class TailRecital:
         turn_due, self._turn_started = opening and stale and recitable, False
         periodic = plan.current_index is not None and stale
         naming = where is not None and self._named_at is None
-        due = iteration == self._full_at or periodic or turn_due or naming
+        due = iteration == self._full_at or periodic or turn_due or naming or high_risk
         if just_written and full != self._full and not naming:
             self._full, self._full_at = full, iteration
             return None
@@ -179,11 +181,13 @@ class TailRecital:
         just_written: bool = False,
         where: str | None = None,
         objective_is_request: bool = False,
+        high_risk: bool = False,
     ) -> str | None:
         """The tail of the request made at ``iteration``: the full status when it is due
         (``recital``), else one line, the focus: the steps were recited unchanged, or are
         the model's own plan call just before (no heading and no step text: the line is
-        paid uncached on every such request); ``None`` while a session that cannot plan
+        paid uncached on every such request), never after a high-risk call
+        (``high_risk``); ``None`` while a session that cannot plan
         has no plan and nothing new to say."""
         full = self.recital(
             plan,
@@ -193,6 +197,7 @@ class TailRecital:
             just_written=just_written,
             where=where,
             objective_is_request=objective_is_request,
+            high_risk=high_risk,
         )
         if full is not None:
             return full

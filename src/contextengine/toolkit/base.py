@@ -44,6 +44,8 @@ ErrorCode = Literal[
     "not_text",
     "limit_reached",
     "subagent_failed",
+    "tool_failed",
+    "protocol_error",
     "exception",
 ]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -52,10 +52,20 @@ class Toolset:
         """What the tool called ``name`` declares about itself (``UNDECLARED`` if unknown)."""
         return traits_of(self._tools.get(name))
 
+    def call_traits(self, call: ToolCall) -> ToolTraits:
+        """What one call declares: a tool that runs other tools (``tool_call``) answers
+        ``traits_of_call(arguments)`` with the called tool's traits; else ``traits``."""
+        resolve = getattr(self._tools.get(call.name), "traits_of_call", None)
+        if callable(resolve):
+            declared = resolve(call.arguments_or_empty())
+            if isinstance(declared, ToolTraits):
+                return declared
+        return self.traits(call.name)
+
     def specs(self) -> list[ToolSpec]:
         """The definitions the model sees, sorted by name; same bytes on every call."""
         return [
-            ToolSpec(name, self._tools[name].description, args_schema(self._tools[name].Args))
+            ToolSpec(name, self._tools[name].description, parameters_of(self._tools[name]))
             for name in self.names
         ]
 
@@ -103,6 +113,13 @@ def _explain(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in err["loc"])
         problems.append(f"{where}: {err['msg']}" if where else err["msg"])
     return "; ".join(problems)
+
+
+def parameters_of(tool: Tool) -> Mapping[str, Any]:
+    """A tool's parameter schema: the JSON schema it declares as ``parameters`` (an MCP
+    tool's, which checks its own arguments), else its argument model's (``args_schema``)."""
+    declared = getattr(tool, "parameters", None)
+    return declared if isinstance(declared, Mapping) else args_schema(tool.Args)
 
 
 # Tool definitions are paid on every request: the model is shown what it needs to call a

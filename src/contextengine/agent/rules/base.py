@@ -16,12 +16,13 @@ from typing import Any
 
 from contextengine.agent.hooks import NullHarness
 from contextengine.memory.plan import EMPTY_PLAN, fit_plan
-from contextengine.memory.rules import RuleState
+from contextengine.memory.rules import RuleState, is_high_risk
 from contextengine.memory.working_memory import PLAN, WorkingMemory
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
 from contextengine.toolkit.traits import ToolTraits
-from contextengine.toolkit.workspace import Workspace
+from contextengine.toolkit.workspace import PathRefused, Workspace
+from contextengine.types import ToolCall
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ class HarnessContext:
     model: str
     resumed: bool
     tool_names: tuple[str, ...]
+    call_traits: Callable[[ToolCall], ToolTraits] | None = None  # else traits by name
 
     @classmethod
     def of(
@@ -52,18 +54,46 @@ class HarnessContext:
         traits: Callable[[str], ToolTraits],
         model: str = "",
         tool_names: Sequence[str] = (),
+        *,
+        call_traits: Callable[[ToolCall], ToolTraits] | None = None,
     ) -> HarnessContext:
         """The context of ``session``, its counters folded from every record so far."""
         state = RuleState(traits)
         for record in session.records:
             state.observe(record)
         resumed = bool(session.records)
-        return cls(session, memory, workspace, state, traits, model, resumed, tuple(tool_names))
+        return cls(
+            session,
+            memory,
+            workspace,
+            state,
+            traits,
+            model,
+            resumed,
+            tuple(tool_names),
+            call_traits,
+        )
 
     @property
     def plannable(self) -> bool:
         """One of the session's tools writes the plan (``todo_write``, a recorded todo tool)."""
         return any(self.traits(name).category == "plan" for name in self.tool_names)
+
+    def is_high_risk(self, call: ToolCall) -> bool:
+        """Whether ``call`` is high-risk (R8.2): its tool (or the call, for a tool that runs
+        others) declares it, or it overwrites a file that exists now (asked before it runs)."""
+        arguments = call.arguments_or_empty()
+        traits = self.call_traits(call) if self.call_traits else self.traits(call.name)
+        return is_high_risk(traits, self._target_exists(arguments))
+
+    def _target_exists(self, arguments: dict[str, Any]) -> bool:
+        path = arguments.get("path")
+        if not isinstance(path, str):
+            return False
+        try:
+            return self.workspace.resolve(path).is_file()
+        except (PathRefused, OSError, ValueError):  # NUL, too long: the tool reports it
+            return False
 
     def plan_body(self, limit_tokens: int | None = None) -> str:
         """The plan's text, or ``""`` while it is the untouched template; cut to its first

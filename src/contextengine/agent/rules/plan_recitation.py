@@ -11,13 +11,10 @@ the window is recited up to that share (``fit_plan``), the rest left in the file
 
 from __future__ import annotations
 
-from typing import Any
-
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
-from contextengine.memory.rules import PLAN_RULE, RecitationReason, is_high_risk, plan_reminder_text
+from contextengine.memory.rules import PLAN_RULE, RecitationReason, plan_reminder_text
 from contextengine.session.entries import ReminderEntry
-from contextengine.toolkit.workspace import PathRefused
 from contextengine.types import ToolCall
 
 
@@ -44,8 +41,7 @@ class PlanRecitation(Rule):
 
     def before_tool(self, call: ToolCall) -> HookResult:
         """Note a high-risk call: the plan is re-read once its batch has run."""
-        arguments = call.arguments_or_empty()
-        if is_high_risk(self.ctx.traits(call.name), self._target_exists(arguments)):
+        if self.ctx.is_high_risk(call):
             self._risk_pending = True
         return NOTHING
 
@@ -57,12 +53,3 @@ class PlanRecitation(Rule):
         where = ctx.workspace.display(ctx.session.directory)
         text = plan_reminder_text(reason, plan_text, where)
         return HookResult((ReminderEntry(rule=PLAN_RULE, text=text),))
-
-    def _target_exists(self, arguments: dict[str, Any]) -> bool:
-        path = arguments.get("path")
-        if not isinstance(path, str):
-            return False
-        try:
-            return self.ctx.workspace.resolve(path).is_file()
-        except (PathRefused, OSError, ValueError):  # NUL, too long: the tool reports it
-            return False

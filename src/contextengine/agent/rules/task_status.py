@@ -6,6 +6,7 @@ from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
 from contextengine.memory.plan import Plan
 from contextengine.memory.status import TailRecital
+from contextengine.types import ToolCall
 
 
 class TaskStatusTail(Rule):
@@ -20,6 +21,10 @@ class TaskStatusTail(Rule):
     The user messages since the model last replied all stand just before a turn's first
     request (a turn whose call failed left its message unanswered): an objective that is
     one of them is in view there, and that request leaves it out.
+
+    The request right after a high-risk call (a shell command, a deletion, an overwrite,
+    a tool declaring itself destructive) recites in full (R8.2): the plan is re-read
+    before the next decision, as nothing may stand between a call and its result.
     """
 
     def __init__(self, ctx: HarnessContext, max_errors: int = 0) -> None:
@@ -28,6 +33,8 @@ class TaskStatusTail(Rule):
         self._max_errors = max_errors
         self._finished: Plan | None = None  # the plan that was all done when the turn began
         self._request = ""  # the turn's user text
+        self._risk_ran = False  # a call of the batch under way is high-risk
+        self._after_risk = False  # this step's request follows a high-risk call
 
     def start_turn(self, user_text: str) -> HookResult:
         """A new turn: the next tail is recited in full."""
@@ -35,6 +42,16 @@ class TaskStatusTail(Rule):
         plan = self.ctx.memory.plan()
         self._finished = plan if plan.steps and plan.current_index is None else None
         self._request = user_text
+        return NOTHING
+
+    def before_step(self, step: int) -> HookResult:
+        """A step begins: its tail recites in full if the last batch had a high-risk call."""
+        self._after_risk, self._risk_ran = self._risk_ran, False
+        return NOTHING
+
+    def before_tool(self, call: ToolCall) -> HookResult:
+        """Note a high-risk call: the next request's tail is the full status."""
+        self._risk_ran = self._risk_ran or self.ctx.is_high_risk(call)
         return NOTHING
 
     def task_status(self) -> str | None:
@@ -53,6 +70,7 @@ class TaskStatusTail(Rule):
             just_written=state.plan_just_written,
             where=self._memory_folder(),
             objective_is_request=not plan.goal and objective_text in state.unanswered,
+            high_risk=self._after_risk,
         )
 
     def _memory_folder(self) -> str | None:

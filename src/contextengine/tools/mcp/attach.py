@@ -1,0 +1,79 @@
+"""The MCP servers of a session, started and turned into tools (R18).
+
+``attach_mcp`` starts the servers, makes a tool of each tool they list, and decides how
+they are offered: one by one while their definitions fit the budget, else through the
+fixed ``tool_search`` / ``tool_call`` pair. Either way the choice is made once, at
+session start, so every request of the session carries the same tools (R2.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from contextengine.canonical import canonical_json
+from contextengine.toolkit.base import Tool
+from contextengine.toolkit.mcp_servers import McpServer
+from contextengine.tools.mcp.adapter import McpTool
+from contextengine.tools.mcp.clients import McpClients, McpStartError
+from contextengine.tools.mcp.search import ToolCall, ToolCatalog, ToolSearch
+
+
+@dataclass(frozen=True)
+class McpAttachment:
+    """The running servers of a session and the tools that stand for them."""
+
+    clients: McpClients
+    tools: tuple[Tool, ...]
+    catalog: ToolCatalog
+    deferred: bool  # offered through tool_search / tool_call
+
+    def close(self) -> None:
+        """Close every server session (stdio servers exit)."""
+        self.clients.close()
+
+
+def attach_mcp(
+    servers: Mapping[str, McpServer],
+    budget_tokens: int,
+    count_tokens: Callable[[str], int],
+    start_timeout_s: float,
+    call_timeout_s: float,
+) -> McpAttachment:
+    """Start ``servers`` and make their tools: listed one by one when their definitions
+    take at most ``budget_tokens`` (by ``count_tokens``), else deferred behind the pair."""
+    clients = McpClients.start(servers, start_timeout_s, call_timeout_s)
+    try:
+        tools = [McpTool.for_tool(source, clients) for source in clients.tools()]
+        _check_distinct(tools)
+    except BaseException:
+        clients.close()
+        raise
+    catalog = ToolCatalog(tools)
+    if definitions_tokens(tools, count_tokens) <= budget_tokens:
+        return McpAttachment(clients, tuple(tools), catalog, deferred=False)
+    pair: tuple[Tool, ...] = (ToolSearch.offering(catalog, list(servers)), ToolCall(catalog))
+    return McpAttachment(clients, pair, catalog, deferred=True)
+
+
+def definitions_tokens(tools: list[McpTool], count_tokens: Callable[[str], int]) -> int:
+    """Tokens the tools' definitions take in a request (their canonical JSON)."""
+    return sum(
+        count_tokens(
+            canonical_json(
+                {"name": t.name, "description": t.description, "parameters": t.parameters}
+            )
+        )
+        for t in tools
+    )
+
+
+def _check_distinct(tools: list[McpTool]) -> None:
+    seen: dict[str, McpTool] = {}
+    for tool in tools:
+        other = seen.setdefault(tool.name, tool)
+        if other is not tool:
+            raise McpStartError(
+                f"MCP tools {other.source.name!r} and {tool.source.name!r} of server "
+                f"{tool.source.server!r} both become {tool.name!r}"
+            )
