@@ -14,11 +14,11 @@ from typing import Annotated, NoReturn, get_args
 import typer
 from rich.console import Console
 
-from contextengine.agent.events import Done, UsageEvent
+from contextengine.agent.events import Done, ErrorEvent, UsageEvent
 from contextengine.cli_printer import EventPrinter
 from contextengine.codemap.command import codemap_command
 from contextengine.config import Config
-from contextengine.errors import ContextEngineError
+from contextengine.errors import ContextEngineError, ProviderConnectionError
 from contextengine.measure.commands import replay_command, report_command
 from contextengine.measure.inspect_commands import inspect_command, sessions_command
 from contextengine.measure.profile_command import profile_command
@@ -205,6 +205,10 @@ def run(
     }
     settings = _settings(config, timeout, retries, api_key=api_key, store=store, **generation)
     open_store(settings).check()
+    if resume is not None and not resume.is_dir():
+        raise ContextEngineError(f"{resume}: not a session folder")
+    if resume is None:
+        _check_workspace(workspace)
     # A resumed session chooses its recorded provider again; flags given here win.
     recorded = read_meta(resume) if resume is not None else None
     choice = (recorded.provider if recorded else ProviderChoice()).overridden(
@@ -228,11 +232,16 @@ def run(
     agent.ask_human = _ask_on_terminal if sys.stdin.isatty() else None
     printer = EventPrinter(out)
     messages = [message] if message is not None else _prompt_lines()
+    unreachable: str | None = None
     with agent:
         for text in messages:
             for event in agent.stream(text):
                 printer(event)
+                if isinstance(event, ErrorEvent) and event.error_class == "provider_unreachable":
+                    unreachable = event.message
                 if isinstance(event, Done) and event.result.status == "error":
+                    if unreachable is not None:  # a wrong URL or a server not started
+                        raise ProviderConnectionError(unreachable)
                     raise typer.Exit(1)
 
 
@@ -360,6 +369,14 @@ def _provider(name: str, model: str | None, base_url: str | None, settings: Conf
         prompt_cache_retention=settings.prompt_cache_retention,
         cache_ttl=settings.cache_ttl,
     )
+
+
+def _check_workspace(workspace: Path) -> None:
+    """Refuse a workspace whose parent folder does not exist (a mistyped path); a new
+    folder in an existing one is made by the agent."""
+    parent = workspace.absolute().parent
+    if not workspace.exists() and not parent.exists():
+        raise ContextEngineError(f"workspace {workspace}: its folder {parent} does not exist")
 
 
 def _prompt_lines() -> Iterator[str]:

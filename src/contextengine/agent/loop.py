@@ -35,7 +35,12 @@ from contextengine.context.builder import FullObservation, LiveContext
 from contextengine.context.mentions import add_mention_reminders
 from contextengine.context.request import Request
 from contextengine.context.tokens import count_tokens
-from contextengine.errors import ContextEngineError, ProviderError
+from contextengine.errors import (
+    ContextEngineError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+)
 from contextengine.memory.injectors import Injector
 from contextengine.memory.reboot import REBOOT_NOTICE
 from contextengine.memory.rules import STRIKE_RULE
@@ -274,6 +279,7 @@ class Agent:
         yield from self._apply(self.harness.start_turn(text))
         live: dict[int, FullObservation] = {}
         retried_answer = False
+        retried_cut = False  # a final answer cut at max_tokens is asked for again once
         rebooting: str | None = None  # the reboot prompt while a 3-strike reboot is due
         for step in range(self.config.max_steps):
             if cancel is not None and cancel.is_set():
@@ -298,7 +304,7 @@ class Agent:
             try:
                 reply = yield from self.calls.ask(request)
             except ProviderError as exc:
-                yield ErrorEvent("provider_error", str(exc))
+                yield ErrorEvent(_provider_error_class(exc), str(exc))
                 yield from self._finish(RunResult("", self.session_dir, "error", step, str(exc)))
                 return
             if rebooting:
@@ -321,9 +327,21 @@ class Agent:
             if meaning.problem is not None:
                 append_assistant(self.session, reply, ())
                 yield self._error("invalid_reply", meaning.problem)
+                hook = self.harness.after_error("invalid_reply")
+                yield from self._apply(hook)
+                if hook.reboot is not None:
+                    self.session.append(ReminderEntry(rule=STRIKE_RULE, text=REBOOT_NOTICE))
+                    rebooting = hook.reboot
                 continue
             if meaning.final_answer is not None:
                 append_assistant(self.session, reply, ())
+                if reply.finish_reason == "length":
+                    if not retried_cut:
+                        retried_cut = True
+                        yield self._error("reply_cut", _CUT_ANSWER)
+                        continue
+                    # asked once already: the user gets the answer, told it is cut
+                    yield ErrorEvent("reply_cut", _CUT_AGAIN)
                 if (
                     len(meaning.final_answer.strip()) < MIN_FINAL_ANSWER_CHARS
                     and not retried_answer
@@ -413,11 +431,24 @@ class Agent:
         return ErrorEvent(error_class, message)
 
 
+def _provider_error_class(exc: ProviderError) -> str:
+    """``provider_unreachable`` for a server that cannot be reached (not a slow one)."""
+    unreachable = isinstance(exc, ProviderConnectionError) and not isinstance(
+        exc, ProviderTimeoutError
+    )
+    return "provider_unreachable" if unreachable else "provider_error"
+
+
 def _mask_of(mode: str | None) -> ToolMask | None:
     return None if mode is None else mode_mask(mode)
 
 
 _CANCELLED = "the turn was stopped (cancelled) before its next step"
+_CUT_ANSWER = (
+    "Your final answer was cut off at the reply token limit (max_tokens). Give the complete "
+    "final answer again, shorter, so that it fits."
+)
+_CUT_AGAIN = "the final answer below was cut off at the reply token limit (max_tokens)"
 _SHORT_ANSWER = (
     "Your final answer was empty or too short. Give the user a complete final answer: "
     "what you did, what you found, and how you checked it."

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 from typing import Any
+from urllib.parse import urlsplit
 
 from contextengine.errors import ConfigError
 from contextengine.providers.base import Provider
@@ -62,6 +63,8 @@ def make_provider(
     generation = generation or Generation()
     if name not in PROVIDER_NAMES:
         raise ConfigError(f"unknown provider {name!r}; known: {', '.join(PROVIDER_NAMES)}")
+    if base_url is not None:
+        check_base_url(base_url)
     model = model or _DEFAULT_MODELS.get(name)
     if not model:
         raise ConfigError(f"provider {name!r} needs a model name")
@@ -111,6 +114,17 @@ def make_provider(
         generation=generation,
         **http,
     )
+
+
+def check_base_url(url: str) -> None:
+    """Refuse a base URL that is not ``http(s)://host[:port][/path]``, naming it."""
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise ConfigError(f"base URL {url!r} is not an http:// or https:// URL with a host")
 
 
 def _local_generation(generation: Generation) -> dict[str, Any]:
