@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -324,6 +325,20 @@ def worker(
         return _provider(recorded.name, recorded.model or None, recorded.base_url, settings)
 
     run_worker(settings, provider_for, concurrency)
+
+
+@app.command()
+def models() -> None:
+    """Print the providers and where the local model's GGUF file is (for ``-p local``)."""
+    from contextengine.local.default_model import INSTALL_HINT, default_gguf
+
+    found = default_gguf()
+    out.print(f"providers: {', '.join(PROVIDER_NAMES)}", markup=False)
+    if found is None:
+        out.print(f"local model: none installed; {INSTALL_HINT}, or pass -m FILE.gguf", markup=False)
+    else:
+        out.print(f"local model: {found}", markup=False)
+        out.print(f"run it with: {PROG} run -p local -m {shlex.quote(str(found))}", markup=False)
 
 
 app.command("replay")(replay_command)

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from contextengine.errors import ConfigError
+from contextengine.local.default_model import required_gguf
 from contextengine.providers.base import Provider
 from contextengine.providers.wire import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, Generation
 
@@ -55,8 +56,9 @@ def make_provider(
     ``openai`` talks to the Responses API, ``openai-chat`` to Chat Completions. Self-hosted
     servers default to their usual local URL; ``openai-compatible`` needs ``base_url``. Keys
     fall back to ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``. ``local`` runs a GGUF file
-    in-process: ``model`` is its path. HTTP providers wait ``timeout_s`` for bytes and retry
-    a failed or broken call ``max_retries`` times. ``generation`` goes to every provider;
+    in-process: ``model`` is its path (default: the Gemma package's, ``local.default_model``).
+    HTTP providers wait ``timeout_s`` for bytes and retry a failed or broken call
+    ``max_retries`` times. ``generation`` goes to every provider;
     ``prompt_cache_retention`` to OpenAI's, ``cache_ttl`` (``5m`` / ``1h``) to Anthropic's.
     """
     http: dict[str, Any] = {"timeout": timeout_s, "max_retries": max_retries}
@@ -65,6 +67,8 @@ def make_provider(
         raise ConfigError(f"unknown provider {name!r}; known: {', '.join(PROVIDER_NAMES)}")
     if base_url is not None:
         check_base_url(base_url)
+    if name == "local" and not model:
+        model = str(required_gguf())
     model = model or _DEFAULT_MODELS.get(name)
     if not model:
         raise ConfigError(f"provider {name!r} needs a model name")
