@@ -158,9 +158,19 @@ CASES: dict[str, tuple[Case, str]] = {
     ),
     "server not listening": (
         lambda tmp: [
-            "run", "hi", "-p", "vllm", "-m", "x", "--base-url", "http://127.0.0.1:1/v1",
-            "--retries", "0", "-w", str(tmp / "ws"),
-        ],  # fmt: skip
+            "run",
+            "hi",
+            "-p",
+            "vllm",
+            "-m",
+            "x",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+            "--retries",
+            "0",
+            "-w",
+            str(tmp / "ws"),
+        ],
         "cannot connect to http://127.0.0.1:1/v1/chat/completions",
     ),
     # sessions given to --resume

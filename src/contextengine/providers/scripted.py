@@ -18,7 +18,15 @@ from contextengine.context.request import Request
 from contextengine.context.tokens import estimate_tokens
 from contextengine.errors import ConfigError, ProviderError, ScriptExhaustedError
 from contextengine.providers.base import StreamingProvider
-from contextengine.types import FinishReason, ModelReply, ReplyDone, ReplyEvent, TextDelta, ToolCall, Usage
+from contextengine.types import (
+    FinishReason,
+    ModelReply,
+    ReplyDone,
+    ReplyEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
 
 ScriptedResponse = Mapping[str, Any]
 Script = Sequence[ScriptedResponse] | Callable[[Request], ScriptedResponse]
