@@ -6,6 +6,7 @@ line as the events happen."""
 from __future__ import annotations
 
 import json
+import signal
 import os
 import subprocess
 import sys
@@ -129,3 +130,44 @@ def test_stream_json_is_one_event_a_line_as_they_happen(tmp_path: Path) -> None:
     assert text == "Listing." + ANSWER
     # the first words of the answer were on stdout before its last word was
     assert watched.first_time(WORDS[-1].encode()) - watched.first_time(b"word02") > DELAY_S
+
+
+def test_ctrl_c_stops_the_turn_and_says_how_to_resume(tmp_path: Path) -> None:
+    with FakeModelServer("openai", [{"content": ANSWER}], event_delay_s=1.0, pieces=40) as server:
+        watched = Watched(run_args(server, tmp_path), cli_env(terminal=False))
+        deadline = time.monotonic() + 60
+        while not server.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        watched.process.send_signal(signal.SIGINT)
+        code, err = watched.finish()
+    out = b"".join(chunk for _, chunk in watched.reads).decode()
+    assert code == 130, out + err
+    assert "Traceback" not in out + err
+    assert "Stopped. Continue with: contextengine run --resume " in out
+    session = out.split("--resume ", 1)[1].split()[0]
+    assert (Path(session) / "session.json").is_file()
+
+
+def test_session_commands_show_context_cost_plan_and_compact(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"content": "Hello! The workspace is empty, nothing to do."}]))
+    typed = "/help\n/context\nhello\n/context\n/cost\n/plan\n/compact\n/nope\nexit\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "contextengine.cli", "run", "-p", f"scripted:{script}",
+         "-w", str(tmp_path / "ws")],
+        input=typed, capture_output=True, text=True, env=cli_env(terminal=False), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for command in ("/context", "/cost", "/compact", "/plan", "/help"):
+        assert command in out
+    first, second = out.split("the next request\n")[1:3]
+    for part in ("tools", "system", "tail", "total"):
+        assert part in first
+    assert "0%" in first.split("total")[1].splitlines()[0], "nothing cached before a call"
+    assert "history" in second and "total" in second
+    assert "1 model calls" in out and "input tokens" in out
+    assert "# Task Plan" in out
+    assert "compaction" in out
+    assert "unknown command /nope; /help lists them" in out

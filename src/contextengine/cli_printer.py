@@ -132,7 +132,7 @@ class EventPrinter:
             style = "green" if event.status == "success" else "red"
             lines = _first_lines(event.preview)
             first = _safe(lines[0]) if lines else ""
-            c.print(f"  [{style}]{_safe(event.status)}[/] [dim]({took:.1f}s)[/] {first}")
+            c.print(f"  [{style}]{_safe(event.status)}[/] {first} [dim]({took:.1f}s)[/]")
             for line in lines[1:]:
                 c.print(f"    [dim]{_safe(line)}[/]")
         elif isinstance(event, ErrorEvent):
