@@ -6,8 +6,8 @@ line as the events happen."""
 from __future__ import annotations
 
 import json
-import signal
 import os
+import signal
 import subprocess
 import sys
 import threading
