@@ -105,7 +105,7 @@ def _to_reply(response: ScriptedResponse, number: int, usage: Usage) -> ModelRep
         calls.append(
             ToolCall(id=f"scripted_{number}_{k}", name=call["name"], arguments_json=arguments_json)
         )
-    finish = response.get("finish_reason") or ("tool_calls" if calls else "stop")
+    finish: FinishReason = response.get("finish_reason") or ("tool_calls" if calls else "stop")
     if finish not in get_args(FinishReason):
         raise ProviderError(f"{where}: 'finish_reason' must be one of {get_args(FinishReason)}")
     return ModelReply(
