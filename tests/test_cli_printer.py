@@ -149,3 +149,17 @@ def test_stream_json_lines_are_the_servers_event_shapes() -> None:
     assert lines[0] == {"type": "thinking", "text": f"a {CLEAR}", "reasoning": False}
     assert lines[1]["type"] == "done" and lines[1]["result"]["session_dir"] == "/tmp/s"
     assert "\x1b" not in buffer.getvalue()
+
+
+def test_session_titles_are_listed_terminal_safe(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from contextengine import Agent, Config, ScriptedProvider
+    from contextengine.cli import app
+
+    answer = {"content": "Nothing to clear here, the screen stays as it is."}
+    with Agent(ScriptedProvider([answer]), tmp_path, Config()) as agent:
+        agent.run(f"Please {CLEAR} the screen {TITLE}")
+    done = CliRunner().invoke(app, ["sessions", str(tmp_path)], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    assert "\x1b" not in done.output and "Please \\x1b[2J" in done.output
