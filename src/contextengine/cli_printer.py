@@ -38,7 +38,7 @@ from contextengine.agent.events import (
     ToolResultEvent,
     UsageEvent,
 )
-from contextengine.context.tokens import count_tokens
+from contextengine.context.tokens import shared_counter
 from contextengine.memory.plan import clip
 from contextengine.prices import Prices
 from contextengine.untrusted import terminal_safe
@@ -80,8 +80,9 @@ class EventPrinter:
         """Print one event."""
         if isinstance(event, Thinking):
             (self._reasoning if event.reasoning else self._text).append(event.text)
-            self._call_out += count_tokens(event.text)
-            self._show_live()
+            # deltas rarely repeat: counted without filling the shared counter's cache
+            self._call_out += shared_counter().count_uncached(event.text)
+            self._show_live(refresh=False)  # the live view redraws itself 8 times a second
             return
         self._flush_reasoning()
         if isinstance(event, MemoryUpdate):
@@ -200,8 +201,8 @@ class EventPrinter:
         self._activity = None
         self._show_live()
 
-    def _show_live(self) -> None:
-        """Start the live view on a terminal (a pipe gets the lines alone), or refresh it."""
+    def _show_live(self, refresh: bool = True) -> None:
+        """Start the live view on a terminal (a pipe gets the lines alone), or redraw it."""
         if not self.console.is_terminal:
             return
         if self._live is None:
@@ -212,7 +213,7 @@ class EventPrinter:
                 transient=True,
             )
             self._live.start()
-        else:
+        elif refresh:
             self._live.refresh()
 
     def _view(self) -> RenderableType:
