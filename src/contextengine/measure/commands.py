@@ -53,14 +53,14 @@ def replay_command(
     recording = load_trajectory(trajectory)
     priced_as = replay_prices(prices, recording.model)
     prices_for(priced_as)  # one line, before any work
-    if prices_fell_back(prices, recording.model):
+    settings = apply_flags(
+        Config.load(config), flags, history_mode=history_mode, context_window=context_window
+    )
+    if prices_fell_back(prices, recording.model):  # said once the inputs are known good
         sys.stderr.write(
             f"contextengine: no known price for model {recording.model!r}: "
             f"priced as {priced_as} (choose with --prices)\n"
         )
-    settings = apply_flags(
-        Config.load(config), flags, history_mode=history_mode, context_window=context_window
-    )
     steps = len(recording.steps)
     if as_json:
         result = replay(recording, settings, name=str(trajectory), prices=prices, dump=dump)
