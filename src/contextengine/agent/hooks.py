@@ -7,6 +7,7 @@ The loop calls these hooks in this order, and nowhere else:
 3. ``task_status``    the task-status tail of the request being built (never stored)
 4. ``before_tool``    before each tool runs (plan re-read before high-risk tools)
 5. ``after_tool``     after each tool result is appended (progress log, strikes, plan updates)
+   ``after_error``    instead, after a reply the loop refused (an invalid reply, a strike)
 6. ``after_reboot``   with the model's answer to a 3-strike reboot
 7. ``end_turn``       once, with the run's result
 
