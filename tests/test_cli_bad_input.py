@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -141,6 +143,36 @@ CASES: dict[str, tuple[Case, str]] = {
         lambda tmp: ["run", "hi", *VLLM, "-w", str(write(tmp / "f", "x") / "ws")],
         "Not a directory",
     ),
+    "workspace in a missing folder": (
+        lambda tmp: ["run", "hi", *VLLM, "-w", str(tmp / "missing" / "ws")],
+        "missing/ws: its folder",
+    ),
+    # model servers
+    "base URL of colons": (
+        lambda tmp: ["run", "hi", "-p", "openai-compatible", "-m", "m", "--base-url", "::::"],
+        "base URL '::::' is not",
+    ),
+    "base URL garbage": (
+        lambda tmp: ["run", "hi", "-p", "openai-compatible", "-m", "m", "--base-url", "garbage"],
+        "base URL 'garbage' is not",
+    ),
+    "server not listening": (
+        lambda tmp: [
+            "run",
+            "hi",
+            "-p",
+            "vllm",
+            "-m",
+            "x",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+            "--retries",
+            "0",
+            "-w",
+            str(tmp / "ws"),
+        ],
+        "cannot connect to http://127.0.0.1:1/v1/chat/completions",
+    ),
     # sessions given to --resume
     "resume a file": (
         lambda tmp: ["run", "hi", *VLLM, "--resume", str(write(tmp / "f", "x"))],
@@ -149,6 +181,10 @@ CASES: dict[str, tuple[Case, str]] = {
     "resume a missing folder": (
         lambda tmp: ["run", "hi", *VLLM, "--resume", str(tmp / "nothing")],
         "not a session folder",
+    ),
+    "resume a missing folder without a provider": (
+        lambda tmp: ["run", "--resume", str(tmp / "nothing"), "hi"],
+        "nothing: not a session folder",
     ),
     "resume an empty folder": (
         lambda tmp: ["run", "hi", *VLLM, "--resume", str(tmp)],
@@ -279,6 +315,30 @@ def test_bad_input_is_one_error_line_and_exit_2(
     assert len(lines) == 1, err
     assert lines[0].startswith("contextengine: error: ")
     assert fragment in lines[0]
+
+
+def test_a_workspace_in_a_missing_folder_is_not_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run_main(["run", "hi", *VLLM, "-w", str(tmp_path / "a" / "ws")], monkeypatch) == 2
+    assert not (tmp_path / "a").exists()
+
+
+def test_resuming_a_session_copied_to_a_short_path_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent = Agent(ScriptedProvider([]), tmp_path / "ws", Config())
+    agent.session.close()
+    short = Path(tempfile.mkdtemp())  # /tmp/NAME: fewer parents than a session tree has
+    try:
+        copy = shutil.copytree(agent.session_dir, short / "s")
+        capsys.readouterr()
+        assert run_main(["run", "hi", *VLLM, "--resume", str(copy)], monkeypatch) == 2
+        err = capsys.readouterr().err
+    finally:
+        shutil.rmtree(short)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert f"{copy.resolve()}: not inside a session tree" in err
 
 
 def test_there_are_at_least_forty_cases() -> None:

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
-from enum import Enum
+from enum import Enum, StrEnum
 from importlib.metadata import version as package_version
 from pathlib import Path
-from typing import Annotated, NoReturn, get_args
+from typing import TYPE_CHECKING, Annotated, NoReturn, get_args
 
 import typer
 from rich.console import Console
 
-from contextengine.agent.events import Done, UsageEvent
-from contextengine.cli_printer import EventPrinter
+from contextengine.agent.events import Done, ErrorEvent, RunResult, UsageEvent
+from contextengine.cli_printer import EventPrinter, JsonLinePrinter, context_table, cost_lines
 from contextengine.codemap.command import codemap_command
 from contextengine.config import Config
-from contextengine.errors import ContextEngineError
+from contextengine.errors import ContextEngineError, ProviderConnectionError
 from contextengine.measure.commands import replay_command, report_command
 from contextengine.measure.inspect_commands import inspect_command, sessions_command
 from contextengine.measure.profile_command import profile_command
+from contextengine.prices import model_prices
 from contextengine.providers.base import Provider
 from contextengine.providers.factory import PROVIDER_NAMES
 from contextengine.proxy.command import proxy_command
@@ -29,7 +31,10 @@ from contextengine.session.meta import ProviderChoice, SessionMeta, read_meta
 from contextengine.session.store.choice import open_store
 from contextengine.toolkit.modes import MODE_NAMES
 from contextengine.types import ReasoningEffort
-from contextengine.untrusted import valid_text
+from contextengine.untrusted import terminal_safe, valid_text
+
+if TYPE_CHECKING:
+    from contextengine.agent.loop import Agent
 
 try:  # typer 0.24+ carries its own click, whose exceptions derive from TyperException
     from typer import TyperException as UsageProblem
@@ -131,6 +136,13 @@ ConfigOption = Annotated[
 ]
 
 
+class OutputFormat(StrEnum):
+    """How ``run`` prints a turn: for a person, or one JSON event a line for scripts."""
+
+    text = "text"
+    stream_json = "stream-json"
+
+
 @app.command()
 def demo(
     workspace: Annotated[
@@ -204,8 +216,17 @@ def run(
     ] = None,
     store: StoreOption = None,
     mcp_config: McpConfigOption = None,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--output-format",
+            help="text (for a terminal) or stream-json (one JSON event a line, for scripts).",
+            case_sensitive=False,
+        ),
+    ] = OutputFormat.text,
 ) -> None:
-    """Run the agent on a task in a workspace (or chat with it interactively)."""
+    """Run the agent on a task in a workspace (or chat with it interactively; /help lists
+    the session's commands)."""
     from contextengine.agent.loop import Agent
 
     if protocol not in ("native", "text"):
@@ -220,6 +241,10 @@ def run(
         mcp_config,
     )
     open_store(settings).check()
+    if resume is not None and not resume.is_dir():
+        raise ContextEngineError(f"{resume}: not a session folder")
+    if resume is None:
+        _check_workspace(workspace)
     # A resumed session chooses its recorded provider again; flags given here win.
     recorded = read_meta(resume) if resume is not None else None
     choice = (recorded.provider if recorded else ProviderChoice()).overridden(
@@ -241,14 +266,80 @@ def run(
         )
     # A hand-over asks on the terminal; without one the turn ends and says how to answer.
     agent.ask_human = _ask_on_terminal if sys.stdin.isatty() else None
-    printer = EventPrinter(out)
-    messages = [message] if message is not None else _prompt_lines()
+    printer: EventPrinter | JsonLinePrinter = (
+        JsonLinePrinter(sys.stdout)
+        if output_format is OutputFormat.stream_json
+        else EventPrinter(out, model_prices(agent.provider.model))
+    )
     with agent:
-        for text in messages:
-            for event in agent.stream(text):
-                printer(event)
-                if isinstance(event, Done) and event.result.status == "error":
+        if message is not None:
+            if _turn(agent, message, printer) is None:
+                raise typer.Exit(130)
+            return
+        for text in _prompt_lines():
+            if text.startswith("/"):
+                _slash_command(text.strip(), agent, printer)
+            else:
+                _turn(agent, text, printer)
+
+
+def _turn(agent: Agent, text: str, printer: EventPrinter | JsonLinePrinter) -> RunResult | None:
+    """Run one turn through ``printer``; ``None`` when the user stopped it with Ctrl-C.
+
+    A turn that ended in an error exits 1, or 2 when the model server cannot be reached
+    (a wrong URL or a server not started: the error names the URL tried).
+    """
+    unreachable: str | None = None
+    try:
+        for event in agent.stream(text):
+            printer(event)
+            if isinstance(event, ErrorEvent) and event.error_class == "provider_unreachable":
+                unreachable = event.message
+            if isinstance(event, Done):
+                if event.result.status == "error":
+                    if unreachable is not None:
+                        raise ProviderConnectionError(unreachable)
                     raise typer.Exit(1)
+                return event.result
+    except KeyboardInterrupt:
+        printer.interrupted(agent.session_dir)
+        return None
+    raise ContextEngineError("the agent stopped without a result")
+
+
+SLASH_HELP = {
+    "/context": "what the next request holds, by part, in tokens and cached share",
+    "/cost": "model calls, tokens, cache hits and cost of this session so far",
+    "/compact": "compact the history now",
+    "/plan": "show the task plan (task_plan.md)",
+    "/help": "this list",
+}
+
+
+def _slash_command(line: str, agent: Agent, printer: EventPrinter | JsonLinePrinter) -> None:
+    """Run an interactive session's ``/command``."""
+    from contextengine.memory.working_memory import PLAN
+
+    command = line.split()[0].lower()
+    if command == "/context":
+        out.print(context_table(agent.context_parts()))
+    elif command == "/cost":
+        priced = isinstance(printer, EventPrinter) and printer.prices is not None
+        cost = printer.cost_usd if isinstance(printer, EventPrinter) and priced else None
+        for text in cost_lines(agent.stats(), cost):
+            out.print(text, markup=False)
+    elif command == "/compact":
+        for event in agent.compact():
+            printer(event)
+        printer.stop()
+    elif command == "/plan":
+        plan = agent.memory.read(PLAN).strip()
+        out.print(terminal_safe(plan) if plan else "No plan yet.", markup=False)
+    elif command == "/help":
+        for name, help_text in SLASH_HELP.items():
+            out.print(f"{name:<10} {help_text}", markup=False)
+    else:
+        out.print(f"unknown command {terminal_safe(command)}; /help lists them", markup=False)
 
 
 @app.command()
@@ -336,6 +427,22 @@ def worker(
     run_worker(settings, provider_for, concurrency)
 
 
+@app.command()
+def models() -> None:
+    """Print the providers and where the local model's GGUF file is (for ``-p local``)."""
+    from contextengine.local.default_model import INSTALL_HINT, default_gguf
+
+    found = default_gguf()
+    out.print(f"providers: {', '.join(PROVIDER_NAMES)}", markup=False)
+    if found is None:
+        out.print(
+            f"local model: none installed; {INSTALL_HINT}, or pass -m FILE.gguf", markup=False
+        )
+    else:
+        out.print(f"local model: {found}", markup=False)
+        out.print(f"run it with: {PROG} run -p local -m {shlex.quote(str(found))}", markup=False)
+
+
 app.command("replay")(replay_command)
 app.command("report")(report_command)
 app.command("inspect")(inspect_command)
@@ -392,6 +499,14 @@ def _provider(name: str, model: str | None, base_url: str | None, settings: Conf
     )
 
 
+def _check_workspace(workspace: Path) -> None:
+    """Refuse a workspace whose parent folder does not exist (a mistyped path); a new
+    folder in an existing one is made by the agent."""
+    parent = workspace.absolute().parent
+    if not workspace.exists() and not parent.exists():
+        raise ContextEngineError(f"workspace {workspace}: its folder {parent} does not exist")
+
+
 def _prompt_lines() -> Iterator[str]:
     while True:
         try:
@@ -437,7 +552,7 @@ def main() -> None:
 
 def _fail(message: str) -> NoReturn:
     """Write ``message`` as one ``error:`` line on stderr and exit 2."""
-    line = valid_text(" ".join(message.split()))
+    line = terminal_safe(valid_text(" ".join(message.split())))
     sys.stderr.write(f"contextengine: error: {line}\n")
     sys.exit(2)
 

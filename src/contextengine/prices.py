@@ -132,6 +132,12 @@ def replay_prices(choice: str, model: str) -> str:
     return model if model_prices(model) else DEFAULT_FAMILY
 
 
+def prices_fell_back(choice: str, model: str) -> bool:
+    """Whether ``--prices choice`` prices a run of ``model`` at the default family because
+    genai-prices does not know the recorded model."""
+    return choice == RECORDED and model_prices(model) is None
+
+
 def usd(amount: float | None) -> str:
     """``$0.0123``, or "price unknown" for a cost that could not be priced."""
     return UNKNOWN_PRICE if amount is None else f"${amount:.4f}"

@@ -88,3 +88,13 @@ def valid_text(text: str) -> str:
     if _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+# C0 controls but tab and newline, DEL and C1 controls: a terminal acts on them (ESC starts
+# CSI/OSC sequences that clear the screen or set the title; C1 CSI/OSC do the same alone).
+_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character a terminal would act on shown as ``\\xNN``."""
+    return _TERMINAL_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

@@ -106,3 +106,23 @@ def test_astream_yields_the_same_events(tmp_path):
     events = asyncio.run(collect())
     assert isinstance(events[-1], Done) and events[-1].result.status == "completed"
     assert any(isinstance(e, ToolCallEvent) and e.name == "file_ls" for e in events)
+
+
+def test_three_invalid_replies_trigger_the_three_strike_reboot(tmp_path):
+    invalid = {"content": "I keep thinking without an action line."}
+    provider = ScriptedProvider(
+        [
+            invalid,
+            invalid,
+            invalid,
+            {"content": "1. Stuck writing actions. 5. No human help needed."},
+            {"content": "Thought: done\nAction: Finish[I could not find the file, sorry.]"},
+        ]
+    )
+    agent = Agent(provider, tmp_path, Config(), protocol="text")
+    result = agent.run("Find the file.")
+    assert result.status == "completed"
+    purposes = [r.purpose for r in provider.requests]
+    assert purposes == ["main", "main", "main", "reboot", "main"]
+    progress = (agent.session_dir / "progress.md").read_text()
+    assert "5-Question Reboot" in progress

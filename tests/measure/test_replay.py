@@ -341,6 +341,16 @@ def test_a_run_is_priced_at_its_own_model_by_default_else_at_sonnets() -> None:
     assert Replayer(load_trajectory(TEXT_SAMPLE)).prices == "google/gemini-3-pro-preview"
 
 
+def test_a_fallback_price_says_so_on_stderr_and_in_the_json() -> None:
+    done = cli("replay", NATIVE_SAMPLE, "--json")
+    assert json.loads(done.stdout)["prices_fallback"] is True
+    model = json.loads(done.stdout)["model"]
+    assert f"no known price for model {model!r}: priced as claude-sonnet" in done.stderr
+    known = cli("replay", TEXT_SAMPLE, "--json")
+    assert json.loads(known.stdout)["prices_fallback"] is False
+    assert "no known price" not in known.stderr
+
+
 def _reading_parts(count: int, repeats: int, **fields: str) -> Trajectory:
     """A run that reads ``count`` parts of ``repeats`` phrases each and never answers."""
     steps = [

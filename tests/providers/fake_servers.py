@@ -16,6 +16,9 @@ the OpenAI Chat Completions streaming format (``wire="openai"``, path
 * leaves the first ``stalls`` requests unanswered (the client times out), then fails the
   next ones with the statuses in ``failures`` (e.g. ``[429, 500]``), with a 1 ms
   ``retry-after-ms`` so SDK retries are fast;
+* with ``event_delay_s``, sends its events one by one with that pause between them (a
+  slowly streaming model; the text in ``pieces`` deltas), so clients can be watched
+  showing a reply before it ends;
 * answers a ``RawReply`` from the script byte for byte (any status, content type and body;
   ``cut=True`` promises more bytes than it sends and hangs up), so clients meet broken
   streams; ``stream_bytes(response)`` is the well-formed stream to break.
@@ -33,6 +36,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -125,8 +129,12 @@ class FakeModelServer:
         stalls: int = 0,
         timings_only: bool = False,
         model: str = "fake-model",
+        event_delay_s: float = 0.0,
+        pieces: int = 3,
     ) -> None:
         self.wire = wire
+        self.event_delay_s = event_delay_s
+        self.pieces = pieces
         self.model = model
         self.timings_only = timings_only
         self._script = script
@@ -180,7 +188,7 @@ class FakeModelServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _handle(self, recorded: RecordedRequest) -> tuple[int, dict[str, str], bytes]:
+    def _handle(self, recorded: RecordedRequest) -> tuple[int, dict[str, str], bytes | list[bytes]]:
         with self._lock:
             self._requests.append(recorded)
             arrival = len(self._requests)
@@ -214,11 +222,10 @@ class FakeModelServer:
                 headers["content-length"] = str(len(response.body) + 64)
             return response.status, headers, response.body
         usage = self._usage(recorded, previous, response) if callable(self._usage) else self._usage
-        return (
-            200,
-            {"content-type": "text/event-stream"},
-            self._stream(body, response, usage, number),
-        )
+        headers = {"content-type": "text/event-stream"}
+        if self.event_delay_s:
+            return 200, headers, list(self._events(body, response, usage, number))
+        return 200, headers, self._stream(body, response, usage, number)
 
     def stream_bytes(self, response: Response, number: int = 0) -> bytes:
         """The complete, well-formed event stream that answers ``response`` (usage included)."""
@@ -229,11 +236,16 @@ class FakeModelServer:
     def _stream(
         self, body: dict[str, Any], response: Response, usage: FakeUsage, number: int
     ) -> bytes:
+        return b"".join(self._events(body, response, usage, number))
+
+    def _events(
+        self, body: dict[str, Any], response: Response, usage: FakeUsage, number: int
+    ) -> Iterator[bytes]:
         if self.wire == "openai":
-            return b"".join(self._openai_events(body, response, usage, number))
+            return self._openai_events(body, response, usage, number)
         if self.wire == "responses":
-            return b"".join(responses_events(body, response, usage, number, self.model))
-        return b"".join(self._anthropic_events(response, usage, number))
+            return responses_events(body, response, usage, number, self.model)
+        return self._anthropic_events(response, usage, number)
 
     def _next_response(self, body: dict[str, Any], number: int) -> Response | RawReply | None:
         if callable(self._script):
@@ -267,7 +279,7 @@ class FakeModelServer:
         yield delta(role="assistant", content="")
         for piece in _pieces(str(response.get("reasoning") or "")):
             yield delta(reasoning_content=piece)
-        for piece in _pieces(str(response.get("content") or "")):
+        for piece in _pieces(str(response.get("content") or ""), self.pieces):
             yield delta(content=piece)
         calls = list(response.get("tool_calls") or [])
         for k, call in enumerate(calls):
@@ -450,6 +462,16 @@ class _Handler(BaseHTTPRequestHandler):
             body=self.rfile.read(length),
         )
         status, headers, payload = self.server.owner._handle(recorded)
+        if isinstance(payload, list):  # a slow stream: no length, it ends when the socket closes
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            for event in payload:
+                self.wfile.write(event)
+                self.wfile.flush()
+                time.sleep(self.server.owner.event_delay_s)
+            return
         self.send_response(status)
         headers.setdefault("content-type", "application/json")
         headers.setdefault("content-length", str(len(payload)))

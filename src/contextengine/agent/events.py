@@ -42,6 +42,16 @@ class Thinking(_Event):
 
 
 @dataclass(frozen=True)
+class ModelCallEvent(_Event):
+    """A model call starts: its purpose and the request's estimated input tokens (the
+    ``usage`` event that ends it has the provider's count)."""
+
+    type: ClassVar[str] = "model_call"
+    purpose: str
+    input_tokens: int
+
+
+@dataclass(frozen=True)
 class ToolCallEvent(_Event):
     """The model asked for a tool call."""
 
@@ -151,6 +161,7 @@ class Done(_Event):
 
 AgentEvent = (
     Thinking
+    | ModelCallEvent
     | ToolCallEvent
     | ToolResultEvent
     | ErrorEvent

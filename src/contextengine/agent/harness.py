@@ -115,6 +115,11 @@ class RuleHarness:
         self._sync()
         return self._merge(rule.after_tool(call, outcome, error_class) for rule in self.rules)
 
+    def after_error(self, error_class: str) -> HookResult:
+        """Start a 3-strike reboot when the loop's own error class reached its strikes."""
+        self._sync()
+        return self._merge(rule.after_error(error_class) for rule in self.rules)
+
     def after_reboot(self, answer: str) -> HookResult:
         """Log the reboot answer; hand over to a human when question 5 says so."""
         self._sync()

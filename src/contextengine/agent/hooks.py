@@ -7,6 +7,7 @@ The loop calls these hooks in this order, and nowhere else:
 3. ``task_status``    the task-status tail of the request being built (never stored)
 4. ``before_tool``    before each tool runs (plan re-read before high-risk tools)
 5. ``after_tool``     after each tool result is appended (progress log, strikes, plan updates)
+   ``after_error``    instead, after a reply the loop refused (an invalid reply, a strike)
 6. ``after_reboot``   with the model's answer to a 3-strike reboot
 7. ``end_turn``       once, with the run's result
 
@@ -29,7 +30,7 @@ from contextengine.types import ToolCall
 class HookResult:
     """What a hook wants appended and emitted.
 
-    ``reboot`` (from ``after_tool`` only) is the text of a 3-strike reboot prompt: the loop
+    ``reboot`` (from ``after_tool`` and ``after_error``) is the text of a 3-strike reboot prompt: the loop
     appends it and makes the next model call with no tools allowed, then calls
     ``after_reboot``. ``needs_human`` (from ``after_reboot``) is the question to ask a human.
     """
@@ -68,6 +69,10 @@ class Harness(Protocol):
         """``call`` ran; its result entry is appended."""
         ...
 
+    def after_error(self, error_class: str) -> HookResult:
+        """The loop recorded an error of its own (an invalid reply) as an error entry."""
+        ...
+
     def after_reboot(self, answer: str) -> HookResult:
         """The model answered a reboot prompt."""
         ...
@@ -99,6 +104,10 @@ class NullHarness:
     def after_tool(
         self, call: ToolCall, outcome: ToolOutcome, error_class: str | None
     ) -> HookResult:
+        """Nothing to add."""
+        return NOTHING
+
+    def after_error(self, error_class: str) -> HookResult:
         """Nothing to add."""
         return NOTHING
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from contextengine.agent.context_view import ContextPart, context_parts
 from contextengine.agent.events import (
     AgentEvent,
     Done,
@@ -35,7 +36,12 @@ from contextengine.context.builder import FullObservation, LiveContext
 from contextengine.context.mentions import add_mention_reminders
 from contextengine.context.request import Request
 from contextengine.context.tokens import count_tokens
-from contextengine.errors import ContextEngineError, ProviderError
+from contextengine.errors import (
+    ContextEngineError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+)
 from contextengine.memory.injectors import Injector
 from contextengine.memory.reboot import REBOOT_NOTICE
 from contextengine.memory.rules import STRIKE_RULE
@@ -44,6 +50,7 @@ from contextengine.session.entries import (
     AssistantEntry,
     ErrorEntry,
     ReminderEntry,
+    SummaryEntry,
     UserEntry,
 )
 from contextengine.session.interrupted import close_interrupted_calls
@@ -227,6 +234,26 @@ class Agent:
         """The folder holding the session log, usage log, artifacts and memory files."""
         return self.session.directory
 
+    def context_parts(self) -> tuple[ContextPart, ...]:
+        """What the next main request would hold, by part, in tokens and cached tokens."""
+        request = self._build(LiveContext(tail=self._tail()), None)
+        summaries = {
+            chunk
+            for record in self.session.live
+            if isinstance(record.entry, SummaryEntry)
+            for chunk in record.chunks
+        }
+        return context_parts(
+            request,
+            self.calls.monitor.previous,
+            summaries,
+            lambda chunk: self.gauge.scaled(count_tokens(chunk)),
+        )
+
+    def compact(self) -> Iterator[AgentEvent]:
+        """Compact now, between turns (the CLI's ``/compact``), yielding its events."""
+        yield from self._compact(LiveContext(tail=self._tail()), 0)
+
     def run(self, message: str, cancel: threading.Event | None = None) -> RunResult:
         """Run one user turn to its final answer (or until ``cancel`` is set, as in
         ``stream``) and return the result."""
@@ -281,6 +308,7 @@ class Agent:
         yield from self._apply(self.harness.start_turn(text))
         live: dict[int, FullObservation] = {}
         retried_answer = False
+        retried_cut = False  # a final answer cut at max_tokens is asked for again once
         rebooting: str | None = None  # the reboot prompt while a 3-strike reboot is due
         for step in range(self.config.max_steps):
             if cancel is not None and cancel.is_set():
@@ -305,7 +333,7 @@ class Agent:
             try:
                 reply = yield from self.calls.ask(request)
             except ProviderError as exc:
-                yield ErrorEvent("provider_error", str(exc))
+                yield ErrorEvent(_provider_error_class(exc), str(exc))
                 yield from self._finish(RunResult("", self.session_dir, "error", step, str(exc)))
                 return
             if rebooting:
@@ -328,9 +356,21 @@ class Agent:
             if meaning.problem is not None:
                 append_assistant(self.session, reply, ())
                 yield self._error("invalid_reply", meaning.problem)
+                hook = self.harness.after_error("invalid_reply")
+                yield from self._apply(hook)
+                if hook.reboot is not None:
+                    self.session.append(ReminderEntry(rule=STRIKE_RULE, text=REBOOT_NOTICE))
+                    rebooting = hook.reboot
                 continue
             if meaning.final_answer is not None:
                 append_assistant(self.session, reply, ())
+                if reply.finish_reason == "length":
+                    if not retried_cut:
+                        retried_cut = True
+                        yield self._error("reply_cut", _CUT_ANSWER)
+                        continue
+                    # asked once already: the user gets the answer, told it is cut
+                    yield ErrorEvent("reply_cut", _CUT_AGAIN)
                 if (
                     len(meaning.final_answer.strip()) < MIN_FINAL_ANSWER_CHARS
                     and not retried_answer
@@ -422,11 +462,24 @@ class Agent:
         return ErrorEvent(error_class, message)
 
 
+def _provider_error_class(exc: ProviderError) -> str:
+    """``provider_unreachable`` for a server that cannot be reached (not a slow one)."""
+    unreachable = isinstance(exc, ProviderConnectionError) and not isinstance(
+        exc, ProviderTimeoutError
+    )
+    return "provider_unreachable" if unreachable else "provider_error"
+
+
 def _mask_of(mode: str | None) -> ToolMask | None:
     return None if mode is None else mode_mask(mode)
 
 
 _CANCELLED = "the turn was stopped (cancelled) before its next step"
+_CUT_ANSWER = (
+    "Your final answer was cut off at the reply token limit (max_tokens). Give the complete "
+    "final answer again, shorter, so that it fits."
+)
+_CUT_AGAIN = "the final answer below was cut off at the reply token limit (max_tokens)"
 _SHORT_ANSWER = (
     "Your final answer was empty or too short. Give the user a complete final answer: "
     "what you did, what you found, and how you checked it."

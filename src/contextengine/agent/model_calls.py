@@ -13,7 +13,7 @@ import time
 from collections.abc import Generator, Sequence
 from dataclasses import replace
 
-from contextengine.agent.events import AgentEvent, Thinking, UsageEvent
+from contextengine.agent.events import AgentEvent, ModelCallEvent, Thinking, UsageEvent
 from contextengine.agent.replies import valid_reply
 from contextengine.agent.request_log import RequestLog
 from contextengine.agent.usage_log import UsageLog, UsageRecord
@@ -71,6 +71,7 @@ class ModelCalls:
     def ask(self, request: Request) -> Generator[AgentEvent, None, ModelReply]:
         """A streamed call: yields ``Thinking`` deltas, returns the reply."""
         report = self.monitor.observe(request)
+        yield ModelCallEvent(request.purpose, self.gauge.of_request(request))
         started = time.perf_counter()
         reply: ModelReply | None = None
         for event in self.provider.stream(request):
@@ -93,6 +94,7 @@ class ModelCalls:
         answer is dropped.
         """
         report = self.monitor.observe(request)
+        yield ModelCallEvent(request.purpose, self.gauge.of_request(request))
         started = time.perf_counter()
         box: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=1)
 

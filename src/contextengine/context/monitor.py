@@ -115,6 +115,11 @@ class PrefixMonitor:
     def __init__(self) -> None:
         self._previous: Request | None = None
 
+    @property
+    def previous(self) -> Request | None:
+        """The session's last main request (the one the provider's cache holds), if any."""
+        return self._previous
+
     def observe(self, request: Request) -> PrefixReport:
         """Record ``request`` and report its reusable prefix and any break."""
         prev = self._previous

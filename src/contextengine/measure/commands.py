@@ -48,13 +48,19 @@ def replay_command(
     """Replay a recorded run through the engine and compare it with the baselines."""
     from contextengine.measure.replay import apply_flags, replay
     from contextengine.measure.trajectory import load_trajectory
-    from contextengine.prices import prices_for, replay_prices
+    from contextengine.prices import prices_fell_back, prices_for, replay_prices
 
     recording = load_trajectory(trajectory)
-    prices_for(replay_prices(prices, recording.model))  # one line, before any work
+    priced_as = replay_prices(prices, recording.model)
+    prices_for(priced_as)  # one line, before any work
     settings = apply_flags(
         Config.load(config), flags, history_mode=history_mode, context_window=context_window
     )
+    if prices_fell_back(prices, recording.model):  # said once the inputs are known good
+        sys.stderr.write(
+            f"contextengine: no known price for model {recording.model!r}: "
+            f"priced as {priced_as} (choose with --prices)\n"
+        )
     steps = len(recording.steps)
     if as_json:
         result = replay(recording, settings, name=str(trajectory), prices=prices, dump=dump)

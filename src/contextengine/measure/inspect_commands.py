@@ -22,6 +22,7 @@ from contextengine.session.folders import workspace_sessions
 from contextengine.session.layout import SessionLayout
 from contextengine.session.listing import TITLE_CHARS, read_header, user_messages
 from contextengine.session.manage import custom_title
+from contextengine.untrusted import terminal_safe
 
 TABLE_WIDTH = 150
 FOLD_CHARS = 1200
@@ -97,7 +98,7 @@ def _print_call(console: Console, view: CallView, previous: CallView | None) -> 
         )
     for part in view.parts:
         console.print(f"\n[cyan]── {part.name} [{part.start:,}, {part.end:,})[/]")
-        console.print(_fold(text[part.start : part.end]), markup=False)
+        console.print(_fold(terminal_safe(text[part.start : part.end])), markup=False)
     console.print()
     if previous is None:
         console.print("[dim]first call: nothing to compare with[/]")
@@ -168,7 +169,7 @@ def sessions_command(
         table.add_row(
             s["id"],
             s["created"][:19].replace("T", " "),
-            escape(s["title"]),
+            escape(terminal_safe(s["title"])),
             str(s["turns"]),
             str(s["calls"]),
             usd(s["cost_usd"]),

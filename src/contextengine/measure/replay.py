@@ -39,7 +39,13 @@ from contextengine.measure.recall import mean_recall, request_text, step_recall,
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory
-from contextengine.prices import RECORDED, priced_model, prices_for, replay_prices
+from contextengine.prices import (
+    RECORDED,
+    priced_model,
+    prices_fell_back,
+    prices_for,
+    replay_prices,
+)
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
@@ -94,6 +100,7 @@ class ReplayResult:
     prices: str
     engine: StrategyResult
     baselines: dict[str, StrategyResult]
+    prices_fallback: bool = False  # the recorded model has no known price
 
     def as_dict(self) -> dict[str, Any]:
         """The ``replay --json`` object: the engine's keys at the top level."""
@@ -101,6 +108,7 @@ class ReplayResult:
             "trajectory": self.trajectory,
             "model": self.model,
             "prices": self.prices,
+            "prices_fallback": self.prices_fallback,
             "history_mode": self.config.effective_history_mode,
             "context_window": self.config.context_window,
             "flags": {name: self.config.flag(name) for name in COMPONENT_FLAGS},
@@ -131,6 +139,7 @@ def replay(
         prices=replayer.prices,
         engine=engine,
         baselines=replayer.baselines(on_step=_tagged(on_step, "full_history")),
+        prices_fallback=prices_fell_back(prices, trajectory.model),
     )
 
 

@@ -47,6 +47,8 @@ from contextengine.toolkit.traits import UNDECLARED, ToolTraits
 
 INFO_ACTIONS_PER_FINDING = 2
 STRIKES = 3
+STRUCK_LOOP_ERRORS = frozenset({"invalid_reply"})
+"""The loop's own error classes that count as strikes, as tool error classes do."""
 
 PLAN_RULE = "plan"
 TWO_ACTION_RULE = "2-action"
@@ -227,6 +229,8 @@ class RuleState:
             self._tool_result(entry)
         elif isinstance(entry, ErrorEntry):
             self.other_errors[entry.error_class] += 1
+            if entry.error_class in STRUCK_LOOP_ERRORS:
+                self.strikes[entry.error_class] += 1
         elif isinstance(entry, NoteEntry):
             self.notes.add((entry.source, entry.text))
         elif isinstance(entry, ReminderEntry):

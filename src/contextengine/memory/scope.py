@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from contextengine.errors import SessionLogError
+
 MEMORY_DB = "memory.sqlite3"
 PREFERENCES_FILE = "preferences.md"
 BUSY_TIMEOUT_S = 10.0
@@ -32,6 +34,12 @@ class SessionScope:
     def of(cls, session_dir: Path) -> SessionScope:
         """The scope of a session folder laid out as ``<root>/<org>/<team>/<ws>/<session>``."""
         d = session_dir.resolve()
+        if len(d.parents) < 4:
+            # a folder copied out of its session tree has no root to keep shared memory in
+            raise SessionLogError(
+                f"{d}: not inside a session tree (<root>/<org>/<team>/<workspace>/<session>); "
+                "copy the whole session root, not the session folder alone"
+            )
         return cls(d.parents[3], d.parents[2].name, d.parents[1].name, d.parent.name, d.name)
 
     @property

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import importlib
 from typing import Any
+from urllib.parse import urlsplit
 
 from contextengine.errors import ConfigError
+from contextengine.local.default_model import required_gguf
 from contextengine.providers.base import Provider
 from contextengine.providers.wire import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, Generation
 
@@ -55,14 +57,19 @@ def make_provider(
     ``openai`` talks to the Responses API, ``openai-chat`` to Chat Completions. Self-hosted
     servers default to their usual local URL; ``openai-compatible`` needs ``base_url``. Keys
     fall back to ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``. ``local`` runs a GGUF file
-    in-process: ``model`` is its path. HTTP providers wait ``timeout_s`` for bytes and retry
-    a failed or broken call ``max_retries`` times. ``generation`` goes to every provider;
+    in-process: ``model`` is its path (default: the Gemma package's, ``local.default_model``).
+    HTTP providers wait ``timeout_s`` for bytes and retry a failed or broken call
+    ``max_retries`` times. ``generation`` goes to every provider;
     ``prompt_cache_retention`` to OpenAI's, ``cache_ttl`` (``5m`` / ``1h``) to Anthropic's.
     """
     http: dict[str, Any] = {"timeout": timeout_s, "max_retries": max_retries}
     generation = generation or Generation()
     if name not in PROVIDER_NAMES:
         raise ConfigError(f"unknown provider {name!r}; known: {', '.join(PROVIDER_NAMES)}")
+    if base_url is not None:
+        check_base_url(base_url)
+    if name == "local" and not model:
+        model = str(required_gguf())
     model = model or _DEFAULT_MODELS.get(name)
     if not model:
         raise ConfigError(f"provider {name!r} needs a model name")
@@ -112,6 +119,17 @@ def make_provider(
         generation=generation,
         **http,
     )
+
+
+def check_base_url(url: str) -> None:
+    """Refuse a base URL that is not ``http(s)://host[:port][/path]``, naming it."""
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise ConfigError(f"base URL {url!r} is not an http:// or https:// URL with a host")
 
 
 def _local_generation(generation: Generation) -> dict[str, Any]:

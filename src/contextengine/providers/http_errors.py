@@ -63,8 +63,16 @@ def sdk_error(exc: Exception, where: str, sdk: ModuleType) -> ProviderError:
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderTimeoutError(f"{where}: request timed out")
     if isinstance(exc, sdk.APIConnectionError):
-        return ProviderConnectionError(f"{where}: cannot connect: {one_line(exc)}")
+        return ProviderConnectionError(
+            f"{where}: cannot connect to {_url_of(exc)}: {one_line(exc)}"
+        )
     return ProviderError(f"{where}: {one_line(exc)}")
+
+
+def _url_of(exc: Exception) -> str:
+    """The URL a failed SDK call tried (the SDKs keep the ``httpx`` request)."""
+    request = getattr(exc, "request", None)
+    return str(getattr(request, "url", "")) or "the server"
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:

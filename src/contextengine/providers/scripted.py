@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from contextengine.canonical import canonical_json
 from contextengine.context.monitor import common_prefix_chars
@@ -18,19 +18,28 @@ from contextengine.context.request import Request
 from contextengine.context.tokens import estimate_tokens
 from contextengine.errors import ConfigError, ProviderError, ScriptExhaustedError
 from contextengine.providers.base import StreamingProvider
-from contextengine.types import ModelReply, ReplyDone, ReplyEvent, TextDelta, ToolCall, Usage
+from contextengine.types import (
+    FinishReason,
+    ModelReply,
+    ReplyDone,
+    ReplyEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
 
 ScriptedResponse = Mapping[str, Any]
 Script = Sequence[ScriptedResponse] | Callable[[Request], ScriptedResponse]
 
-_KNOWN_KEYS = {"content", "tool_calls", "reasoning"}
+_KNOWN_KEYS = {"content", "tool_calls", "reasoning", "finish_reason"}
 
 
 class ScriptedProvider(StreamingProvider):
     """Answers from a list of responses (in order) or a callable ``(request) -> response``.
 
     A response is ``{"content": str, "tool_calls": [{"name": str, "arguments": dict}]}``
-    (either key optional; ``reasoning`` too). ``requests`` keeps every request received,
+    (either key optional; ``reasoning`` too, and ``finish_reason``, e.g. ``length`` for a
+    reply cut at max_tokens). ``requests`` keeps every request received,
     summary and reboot calls included.
     """
 
@@ -96,12 +105,15 @@ def _to_reply(response: ScriptedResponse, number: int, usage: Usage) -> ModelRep
         calls.append(
             ToolCall(id=f"scripted_{number}_{k}", name=call["name"], arguments_json=arguments_json)
         )
+    finish: FinishReason = response.get("finish_reason") or ("tool_calls" if calls else "stop")
+    if finish not in get_args(FinishReason):
+        raise ProviderError(f"{where}: 'finish_reason' must be one of {get_args(FinishReason)}")
     return ModelReply(
         content=content,
         tool_calls=tuple(calls),
         reasoning=str(response.get("reasoning") or ""),
         usage=usage,
-        finish_reason="tool_calls" if calls else "stop",
+        finish_reason=finish,
     )
 
 

@@ -27,6 +27,13 @@ class ThreeStrikeRule(Rule):
         self, call: ToolCall, outcome: ToolOutcome, error_class: str | None
     ) -> HookResult:
         """Ask for the reboot when an error class reached its strikes."""
+        return self._reboot_if_struck()
+
+    def after_error(self, error_class: str) -> HookResult:
+        """Ask for the reboot when a loop error class (an invalid reply) reached its strikes."""
+        return self._reboot_if_struck()
+
+    def _reboot_if_struck(self) -> HookResult:
         state = self.ctx.state
         struck = state.struck()
         if not (struck and state.batch_done):
