@@ -429,7 +429,7 @@ def worker(
 
 @app.command()
 def models() -> None:
-    """Print the providers and where the local model's GGUF file is (for ``-p local``)."""
+    """Print the providers and where the local model's GGUF file is (for -p local)."""
     from contextengine.local.default_model import INSTALL_HINT, default_gguf
 
     found = default_gguf()
