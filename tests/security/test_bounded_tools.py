@@ -32,13 +32,6 @@ Run = Callable[..., ToolOutcome]
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    return workspace
-
-
-@pytest.fixture
 def run(root: Path) -> Run:
     toolset, ctx = default_toolset(), ToolContext(Workspace(root))
 

@@ -40,13 +40,6 @@ print(s.recv(16).decode().strip())
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    return workspace
-
-
-@pytest.fixture
 def server(root: Path) -> Iterator[Path]:
     """A unix-socket server in the workspace that answers every connection with ``pong``."""
 

@@ -14,10 +14,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from providers.fake_servers import FakeUsage, responses_events
+from support.local_http import serving
 
 ANSWER = "Done: nothing more to do here."
 
@@ -127,12 +128,6 @@ def any_model() -> Iterator[AnyModel]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-    http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.base_url = f"http://127.0.0.1:{http.server_address[1]}/v1"
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as root:
+        server.base_url = f"{root}/v1"
         yield server
-    finally:
-        http.shutdown()
-        http.server_close()

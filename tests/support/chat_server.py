@@ -13,8 +13,10 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from support.local_http import serving
 
 
 @dataclass(frozen=True)
@@ -90,12 +92,6 @@ def chat_server(
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-    http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.base_url = f"http://127.0.0.1:{http.server_address[1]}/v1"
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as root:
+        server.base_url = f"{root}/v1"
         yield server
-    finally:
-        http.shutdown()
-        http.server_close()
