@@ -158,6 +158,7 @@ class PostgresStore:
             check=ConnectionPool.check_connection,
             timeout=CONNECT_TIMEOUT_S,
             name=self.url,
+            open=True,  # the replica uses it at once; the default is to change (psycopg_pool 3.2)
         )
 
     def errors(self) -> contextlib.AbstractContextManager[None]:
