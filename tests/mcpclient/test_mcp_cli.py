@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from support.mcp_servers import stdio_entry
 from test_cli import assert_one_line_error, run_cli
 
@@ -66,9 +68,26 @@ def test_mcp_config_stands_instead_of_the_workspace_file(tmp_path: Path) -> None
     assert "cli hello" in _session_log(workspace)
 
 
-def test_a_server_that_cannot_start_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    servers = tmp_path / "servers.json"
-    servers.write_text(json.dumps({"mcpServers": {"ghost": {"command": str(tmp_path / "nope")}}}))
+@pytest.mark.parametrize(
+    ("servers", "expected"),
+    [
+        pytest.param(
+            {"ghost": {"command": "{tmp}/nope"}},
+            ("MCP server 'ghost' failed to start",),
+            id="cannot-start",
+        ),
+        pytest.param(
+            {"s": {"type": "sse", "url": "http://a"}},
+            ("servers.json", "MCP server 's'", "SSE transport"),
+            id="bad-config",
+        ),
+    ],
+)
+def test_an_mcp_server_that_cannot_be_used_is_one_line_and_exit_2(
+    tmp_path: Path, servers: dict[str, dict[str, str]], expected: tuple[str, ...]
+) -> None:
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": servers}).replace("{tmp}", str(tmp_path)))
     result = run_cli(
         "run",
         "Hi.",
@@ -77,27 +96,10 @@ def test_a_server_that_cannot_start_is_one_line_and_exit_2(tmp_path: Path) -> No
         "-w",
         str(tmp_path),
         "--mcp-config",
-        str(servers),
+        str(config),
     )
     assert result.returncode == 2
-    assert_one_line_error(result, "MCP server 'ghost' failed to start")
-
-
-def test_a_bad_mcp_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    servers = tmp_path / "servers.json"
-    servers.write_text(json.dumps({"mcpServers": {"s": {"type": "sse", "url": "http://a"}}}))
-    result = run_cli(
-        "run",
-        "Hi.",
-        "-p",
-        _script(tmp_path, "x"),
-        "-w",
-        str(tmp_path),
-        "--mcp-config",
-        str(servers),
-    )
-    assert result.returncode == 2
-    assert_one_line_error(result, "servers.json", "MCP server 's'", "SSE transport")
+    assert_one_line_error(result, *expected)
 
 
 def test_serve_refuses_a_bad_mcp_config_before_listening(tmp_path: Path) -> None:

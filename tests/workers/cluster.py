@@ -144,6 +144,12 @@ class Cluster:
         for process in self.processes:
             process.stop()
 
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
 
 @dataclass
 class Replica:

@@ -31,11 +31,8 @@ TURN_DEADLINE_S = 90.0
 def cluster(postgres: Postgres, redis: Redis, tmp_path: Path) -> Iterator[Cluster]:
     """An empty database, the broker, and nothing started yet."""
     store = postgres.new_database(f"restart_{tmp_path.name[-30:]}".replace("-", "_").lower())
-    started = Cluster(tmp_path, store, redis.database(4))
-    try:
+    with Cluster(tmp_path, store, redis.database(4)) as started:
         yield started
-    finally:
-        started.stop()
 
 
 def _read(response: httpx.Response, seen: list[Sse], on_line: Callable[[str], None]) -> None:

@@ -25,11 +25,8 @@ TURNS = 2
 @pytest.fixture
 def cluster(postgres: Postgres, redis: Redis, tmp_path: Path) -> Iterator[Cluster]:
     """An empty database, the broker, and nothing started yet."""
-    started = Cluster(tmp_path, postgres.new_database("workers_killed"), redis.database(3))
-    try:
+    with Cluster(tmp_path, postgres.new_database("workers_killed"), redis.database(3)) as started:
         yield started
-    finally:
-        started.stop()
 
 
 # The doomed worker's tool calls sleep long (they are in it when it is killed) and are

@@ -18,11 +18,8 @@ from .cluster import TURN_SCRIPT, Cluster, post_turn, sleeping_script
 def cluster(postgres: Postgres, redis: Redis, tmp_path: Path) -> Iterator[Cluster]:
     """An empty database, the broker, and nothing started yet."""
     store = postgres.new_database(f"workers_{tmp_path.name[-40:]}".replace("-", "_").lower())
-    started = Cluster(tmp_path, store, redis.database(2))
-    try:
+    with Cluster(tmp_path, store, redis.database(2)) as started:
         yield started
-    finally:
-        started.stop()
 
 
 def test_a_worker_runs_the_turns_a_replica_queues_and_the_replica_streams_them(
