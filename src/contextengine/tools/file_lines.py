@@ -12,6 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 CHUNK_BYTES = 1 << 20
+BINARY_SNIFF_BYTES = 8192
+
+
+def looks_binary(fd: int) -> bool:
+    """Whether the file has a NUL in its first bytes (read only those)."""
+    return b"\0" in os.pread(fd, BINARY_SNIFF_BYTES, 0)
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,8 @@ from contextengine.toolkit.text_forms import format_ls_entry
 from contextengine.toolkit.traits import ToolTraits
 from contextengine.toolkit.workspace import Located
 from contextengine.tools.context import ToolContext
-from contextengine.tools.file_lines import read_lines
+from contextengine.tools.file_lines import looks_binary, read_lines
 from contextengine.tools.files import (
-    BINARY_SNIFF_BYTES,
     FileTool,
     Refusal,
     StrictArgs,
@@ -359,7 +358,7 @@ class _Search:
                     )
                 self.skipped.append(shown)
                 return
-            if b"\0" in os.pread(fd, BINARY_SNIFF_BYTES, 0):
+            if looks_binary(fd):
                 return
             self._lines(fd, shown)
 

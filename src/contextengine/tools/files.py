@@ -31,9 +31,8 @@ from contextengine.toolkit.text_forms import number_lines, split_lines
 from contextengine.toolkit.traits import ToolTraits
 from contextengine.toolkit.workspace import Located
 from contextengine.tools.context import ToolContext
-from contextengine.tools.file_lines import count_lines, decode_head, read_lines
+from contextengine.tools.file_lines import count_lines, decode_head, looks_binary, read_lines
 
-BINARY_SNIFF_BYTES = 8192
 # file_edit holds the file, its edited copy and a line diff in memory: bounded by this.
 EDIT_MAX_FILE_BYTES = 16 * 1024 * 1024
 # file_read streams: it holds one chunk and the lines shown, and scans (to count lines or
@@ -95,7 +94,7 @@ def _open_file(where: Located, directory_hint: str) -> Iterator[tuple[int, os.st
 
 def _refuse_binary(fd: int, shown: str) -> None:
     """Refuse a file with a NUL in its first bytes, before any more of it is read."""
-    if b"\0" in os.pread(fd, BINARY_SNIFF_BYTES, 0):
+    if looks_binary(fd):
         raise Refusal("binary_file", f"{shown} is a binary file; only text files can be read")
 
 
