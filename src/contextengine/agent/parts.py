@@ -137,6 +137,7 @@ class AgentParts:
         mcp: McpAttachment | None = None
         if tools is None:
             default = _default_tools(config, code_map_on, mode or config.mode)
+            _check_tool_search(config, provider)
             mcp = _mcp(config, root)
             tools = default.plus(*mcp.tools) if mcp is not None else default
         try:
@@ -198,7 +199,14 @@ class AgentParts:
             config=config,
             workspace=root,
             session=session,
-            builder=_builder(toolset, session, root, config, system_prompt),
+            builder=_builder(
+                toolset,
+                session,
+                root,
+                config,
+                system_prompt,
+                mcp.provider_deferred if mcp is not None else frozenset(),
+            ),
             toolset=toolset,
             tool_context=tool_context,
             memory=memory,
@@ -248,7 +256,17 @@ def _mcp(config: Config, workspace: Path) -> McpAttachment | None:
         count_tokens,
         config.mcp_start_timeout_s,
         config.mcp_call_timeout_s,
+        config.mcp_tool_search,
     )
+
+
+def _check_tool_search(config: Config, provider: Provider) -> None:
+    """``mcp_tool_search='anthropic'`` needs a provider that defers tools itself."""
+    if config.mcp_tool_search == "anthropic" and not getattr(provider, "defers_tools", False):
+        raise ConfigError(
+            f"mcp_tool_search = 'anthropic' needs the Anthropic provider, not "
+            f"{type(provider).__name__}; use mcp_tool_search = 'engine' with any other"
+        )
 
 
 def _default_tools(config: Config, code_map: bool, mode: str | None) -> Toolset:
@@ -280,6 +298,7 @@ def _builder(
     workspace: Path,
     config: Config,
     system_prompt: str | None,
+    deferred_tools: frozenset[str],
 ) -> ContextBuilder:
     protocol = session.style.protocol
     specs = toolset.specs()
@@ -289,6 +308,7 @@ def _builder(
         tools=specs if protocol == "native" else (),
         project_root=workspace,
         config=config,
+        deferred_tools=deferred_tools,
     )
 
 
