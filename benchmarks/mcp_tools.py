@@ -48,12 +48,12 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fwbench import task  # noqa: E402
 from fwbench.script import FINAL_ANSWER, SIDE_REPLY, STEPS, contextengine  # noqa: E402
-from providers.fake_servers import FakeModelServer  # noqa: E402
 
 from contextengine import Config  # noqa: E402
 from contextengine.agent.loop import Agent  # noqa: E402
 from contextengine.providers.anthropic import AnthropicProvider  # noqa: E402
 from contextengine.session.entries import ToolResultEntry  # noqa: E402
+from providers.fake_servers import FakeModelServer  # noqa: E402
 
 TEST_SERVER = REPO / "tests" / "support" / "mcp_server.py"
 CACHED_PRICE = 0.1
