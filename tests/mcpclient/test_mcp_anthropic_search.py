@@ -90,3 +90,28 @@ def test_anthropic_tool_search_with_another_provider_is_one_error(tmp_path) -> N
     config = Config(mcp_tool_search="anthropic", mcp_project_file=False)
     with pytest.raises(ConfigError, match=r"^mcp_tool_search = 'anthropic' needs the Anthropic"):
         Agent(ScriptedProvider([{"content": "hi"}]), tmp_path, config)
+
+
+def test_a_sub_agent_defers_its_parents_mcp_tools_alike(tmp_path) -> None:
+    delegate = {"name": "agent_delegate", "arguments": {"task": "Echo hi."}}
+    script = [
+        {"tool_calls": [delegate]},
+        {"tool_calls": [{"name": "mcp__few__echo", "arguments": {"text": "hi"}}]},
+        {"content": "Echoed hi."},
+        {"content": "The sub-agent echoed hi."},
+    ]
+    config = Config(
+        mcp_servers={"few": stdio_entry()},
+        mcp_project_file=False,
+        mcp_tool_budget_tokens=0,
+        mcp_tool_search="anthropic",
+        subagents=True,
+    )
+    with FakeModelServer("anthropic", script) as server:
+        provider = AnthropicProvider("claude-test", api_key="sk-ant-test", base_url=server.base_url)
+        with Agent(provider, tmp_path / "ws", config) as agent:
+            assert agent.run("Have a sub-agent echo hi.").status == "completed"
+        sent = [tools_bytes(r.body) for r in server.requests]
+    assert len(sent) == len(script)
+    assert all(s == sent[0] for s in sent), "the child's tools are the parent's bytes"
+    assert b'"defer_loading":true' in sent[0].replace(b" ", b"")

@@ -119,6 +119,7 @@ class AgentParts:
         provider_choice: ProviderChoice | None = None,
         mode: str | None = None,
         parent: str | None = None,
+        deferred_tools: frozenset[str] = frozenset(),
     ) -> AgentParts:
         """The standard parts; a given ``session``, ``tools`` or ``harness`` is used as is.
 
@@ -126,7 +127,8 @@ class AgentParts:
         ``session_id``; ``provider_choice`` is recorded so a resume can choose it again;
         ``parent``: the delegating session's id, for a sub-agent). ``mode``: the preset the
         agent starts in (else the config's), which may add tools (``DEEP_RESEARCH``:
-        ``agent_delegate``). With the default tools, the MCP servers of the config and of
+        ``agent_delegate``). ``deferred_tools``: of the given ``tools``, those the provider
+        defers itself (a sub-agent's, as its parent's). With the default tools, the MCP servers of the config and of
         the workspace's ``.mcp.json`` are started and their tools join (R18); they are
         closed with the agent (``Agent.close``).
         """
@@ -147,6 +149,7 @@ class AgentParts:
                 config,
                 tools,
                 mcp,
+                mcp.provider_deferred if mcp is not None else deferred_tools,
                 session=session,
                 harness=harness,
                 system_prompt=system_prompt,
@@ -169,6 +172,7 @@ class AgentParts:
         config: Config,
         toolset: ToolRunner,
         mcp: McpAttachment | None,
+        deferred_tools: frozenset[str],
         *,
         session: Session | None,
         harness: Harness | None,
@@ -199,14 +203,7 @@ class AgentParts:
             config=config,
             workspace=root,
             session=session,
-            builder=_builder(
-                toolset,
-                session,
-                root,
-                config,
-                system_prompt,
-                mcp.provider_deferred if mcp is not None else frozenset(),
-            ),
+            builder=_builder(toolset, session, root, config, system_prompt, deferred_tools),
             toolset=toolset,
             tool_context=tool_context,
             memory=memory,
