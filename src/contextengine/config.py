@@ -33,6 +33,7 @@ from contextengine.toolkit.modes import MODE_NAMES, ModeName
 from contextengine.types import ReasoningEffort
 
 HistoryMode = Literal["compressed", "full", "round_scratchpad"]
+McpToolSearch = Literal["engine", "anthropic"]
 
 ENV_PREFIX = "CONTEXTENGINE_"
 CONFIG_ENV = "CONTEXTENGINE_CONFIG"
@@ -323,6 +324,12 @@ class Config(BaseSettings):
         ge=0,
         description="Most tokens the MCP tools' definitions may take in every request; over "
         "it they are found with tool_search and run with tool_call (0: always).",
+    )
+    mcp_tool_search: McpToolSearch = Field(
+        "engine",
+        description="How MCP tools over the budget are deferred: 'engine' (the fixed "
+        "tool_search / tool_call pair, any provider) or 'anthropic' (listed with "
+        "defer_loading behind Anthropic's own tool search; the Anthropic provider only).",
     )
     mcp_start_timeout_s: float = Field(
         30.0, gt=0, allow_inf_nan=False, description="Seconds an MCP server may take to start."

@@ -9,7 +9,9 @@ the OpenAI Chat Completions streaming format (``wire="openai"``, path
 * records every request: method, path, headers (lower-case names) and the exact body bytes;
 * answers from a script in ``ScriptedProvider``'s format,
   ``{"content": str, "tool_calls": [{"name": str, "arguments": dict | str}], "reasoning": str}``
-  (a list answered in order, or a callable given the parsed JSON body);
+  (a list answered in order, or a callable given the parsed JSON body); on the Anthropic
+  wire ``"tool_search": {"query": str, "found": [tool names]}`` opens the reply with a
+  server-side tool search and its result;
 * reports usage from ``usage`` (a fixed ``FakeUsage`` or a rule); the default rule counts
   ``len // 4`` tokens of tools + system + messages and calls the part shared with the
   previous request cached;
@@ -336,6 +338,9 @@ class FakeModelServer:
             deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(reasoning)]
             deltas.append({"type": "signature_delta", "signature": "sig"})
             blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, deltas))
+        search = response.get("tool_search")
+        if search is not None:
+            blocks += _tool_search_blocks(search, f"srvtoolu_{number}")
         content = str(response.get("content") or "")
         if content:
             deltas = [{"type": "text_delta", "text": p} for p in _pieces(content)]
@@ -422,6 +427,23 @@ def responses_events(
     }
     done = {**shell, "status": "completed", "output": items, "usage": report}
     yield event("response.completed", response=done)
+
+
+def _tool_search_blocks(
+    search: Mapping[str, Any], block_id: str
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """A server-side BM25 tool search for ``search["query"]`` that found ``search["found"]``
+    (tool names): its ``server_tool_use`` block (input streamed) and its result."""
+    use = {"type": "server_tool_use", "id": block_id, "name": "tool_search_tool_bm25", "input": {}}
+    query = json.dumps({"query": search["query"]})
+    deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(query)]
+    references = [{"type": "tool_reference", "tool_name": name} for name in search["found"]]
+    result = {
+        "type": "tool_search_tool_result",
+        "tool_use_id": block_id,
+        "content": {"type": "tool_search_tool_search_result", "tool_references": references},
+    }
+    return [(use, deltas), (result, [])]
 
 
 def _arguments_text(call: Mapping[str, Any]) -> str:

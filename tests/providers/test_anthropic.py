@@ -459,3 +459,94 @@ def test_one_hour_cache_ttl_marks_every_breakpoint(
     assert marks == [{"type": "ephemeral", "ttl": "1h"}] * 4
     with pytest.raises(ValueError, match="cache_ttl"):
         provider(server.base_url, cache_ttl="2h")  # type: ignore[arg-type]
+
+
+def test_deferred_tools_are_sent_with_defer_loading_after_the_tool_search_tool(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    request = dataclasses.replace(
+        build_request(), deferred_tools=frozenset({"shell_exec", "todo_write"})
+    )
+    server = fake_server("anthropic", [{"content": "one"}])
+    provider(server.base_url).complete(request)
+    first = server.requests[0].json()
+    command = {"type": "object", "properties": {"command": {"type": "string"}}}
+    assert first["tools"] == [
+        {
+            "name": "file_read",
+            "description": "Read a file.",
+            "input_schema": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+        },
+        {
+            "name": "file_write",
+            "description": "Write a file.",
+            "input_schema": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                "required": ["path", "content"],
+            },
+        },
+        {
+            "name": "shell_exec",
+            "description": "Run a shell command.",
+            "input_schema": {**command, "required": ["command"]},
+            "defer_loading": True,
+        },
+        {
+            "name": "todo_write",
+            "description": "Replace the todo list.",
+            "input_schema": {"type": "object", "properties": {}},
+            "defer_loading": True,
+        },
+        {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+    ]
+    assert "anthropic-beta" not in server.requests[0].headers, "generally available"
+
+
+def test_without_deferred_tools_no_tool_search_tool_is_sent(
+    build_request: BuildRequest, fake_server: StartServer
+) -> None:
+    tools = send(build_request, fake_server)["tools"]
+    assert [t["name"] for t in tools] == ["file_read", "file_write", "shell_exec", "todo_write"]
+    assert not [t for t in tools if "defer_loading" in t]
+
+
+def test_a_server_tool_search_goes_back_in_its_turn_before_the_tool_use(
+    tmp_path: Any, fake_server: StartServer
+) -> None:
+    from contextengine.agent.loop import Agent
+
+    script = [
+        {
+            "tool_search": {"query": "write a file", "found": ["file_write"]},
+            "tool_calls": [
+                {"name": "file_write", "arguments": {"path": "a.txt", "content": "x\n"}}
+            ],
+        },
+        {"content": "Done: a.txt holds x."},
+    ]
+    server = fake_server("anthropic", script)
+    agent = Agent(provider(server.base_url), tmp_path / "ws", Config())
+    assert agent.run("Create a.txt holding x.").status == "completed"
+    second = server.answered[1].json()
+    (turn,) = [t for t in second["messages"] if t["role"] == "assistant"]
+    use, result, call = turn["content"]
+    assert use == {
+        "type": "server_tool_use",
+        "id": "srvtoolu_0",
+        "name": "tool_search_tool_bm25",
+        "input": {"query": "write a file"},
+    }
+    assert result == {
+        "type": "tool_search_tool_result",
+        "tool_use_id": "srvtoolu_0",
+        "content": {
+            "type": "tool_search_tool_search_result",
+            "tool_references": [{"type": "tool_reference", "tool_name": "file_write"}],
+        },
+    }
+    assert call["type"] == "tool_use" and call["name"] == "file_write"

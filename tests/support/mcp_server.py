@@ -2,7 +2,8 @@
 
 ``python tests/support/mcp_server.py`` serves over stdio; ``--http PORT`` over streamable
 HTTP on 127.0.0.1:PORT; ``--generated N`` adds N generated tools (``gen_000`` ...) for the
-tool-search tests. Its tools cover what a client must handle: annotations, a big result,
+tool-search tests; ``--headers`` adds ``request_headers``, which returns the HTTP headers
+of the request that called it (over HTTP). Its tools cover what a client must handle: annotations, a big result,
 an image and an embedded resource, an ``isError`` result, a call that hangs, one that
 kills the server, one that answers with a malformed line, and one that withdraws a tool
 (``tools/list_changed``).
@@ -36,9 +37,18 @@ VERBS = ("create", "list", "update", "archive", "export")
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 92).decode()
 
 
-def build(generated: int) -> MCPServer:
-    """The server with its fixed tools and ``generated`` more."""
+def build(generated: int, headers: bool = False) -> MCPServer:
+    """The server with its fixed tools and ``generated`` more (``headers``: and
+    ``request_headers``)."""
     server = MCPServer("contextengine-test")
+    if headers:
+
+        @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+        def request_headers(ctx: Context) -> str:
+            """The HTTP headers of the request that called this tool, one per line."""
+            request = ctx.request_context.request
+            found = getattr(request, "headers", {})
+            return "\n".join(f"{name}: {value}" for name, value in sorted(found.items()))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def echo(text: str) -> str:
@@ -146,8 +156,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=None)
     parser.add_argument("--generated", type=int, default=0)
+    parser.add_argument("--headers", action="store_true")
     options = parser.parse_args()
-    server = build(options.generated)
+    server = build(options.generated, options.headers)
     if options.http is None:
         server.run("stdio")
     else:

@@ -119,6 +119,7 @@ class AgentParts:
         provider_choice: ProviderChoice | None = None,
         mode: str | None = None,
         parent: str | None = None,
+        deferred_tools: frozenset[str] = frozenset(),
     ) -> AgentParts:
         """The standard parts; a given ``session``, ``tools`` or ``harness`` is used as is.
 
@@ -126,7 +127,8 @@ class AgentParts:
         ``session_id``; ``provider_choice`` is recorded so a resume can choose it again;
         ``parent``: the delegating session's id, for a sub-agent). ``mode``: the preset the
         agent starts in (else the config's), which may add tools (``DEEP_RESEARCH``:
-        ``agent_delegate``). With the default tools, the MCP servers of the config and of
+        ``agent_delegate``). ``deferred_tools``: of the given ``tools``, those the provider
+        defers itself (a sub-agent's, as its parent's). With the default tools, the MCP servers of the config and of
         the workspace's ``.mcp.json`` are started and their tools join (R18); they are
         closed with the agent (``Agent.close``).
         """
@@ -137,6 +139,7 @@ class AgentParts:
         mcp: McpAttachment | None = None
         if tools is None:
             default = _default_tools(config, code_map_on, mode or config.mode)
+            _check_tool_search(config, provider)
             mcp = _mcp(config, root)
             tools = default.plus(*mcp.tools) if mcp is not None else default
         try:
@@ -146,6 +149,7 @@ class AgentParts:
                 config,
                 tools,
                 mcp,
+                mcp.provider_deferred if mcp is not None else deferred_tools,
                 session=session,
                 harness=harness,
                 system_prompt=system_prompt,
@@ -168,6 +172,7 @@ class AgentParts:
         config: Config,
         toolset: ToolRunner,
         mcp: McpAttachment | None,
+        deferred_tools: frozenset[str],
         *,
         session: Session | None,
         harness: Harness | None,
@@ -198,7 +203,7 @@ class AgentParts:
             config=config,
             workspace=root,
             session=session,
-            builder=_builder(toolset, session, root, config, system_prompt),
+            builder=_builder(toolset, session, root, config, system_prompt, deferred_tools),
             toolset=toolset,
             tool_context=tool_context,
             memory=memory,
@@ -248,7 +253,17 @@ def _mcp(config: Config, workspace: Path) -> McpAttachment | None:
         count_tokens,
         config.mcp_start_timeout_s,
         config.mcp_call_timeout_s,
+        config.mcp_tool_search,
     )
+
+
+def _check_tool_search(config: Config, provider: Provider) -> None:
+    """``mcp_tool_search='anthropic'`` needs a provider that defers tools itself."""
+    if config.mcp_tool_search == "anthropic" and not getattr(provider, "defers_tools", False):
+        raise ConfigError(
+            f"mcp_tool_search = 'anthropic' needs the Anthropic provider, not "
+            f"{type(provider).__name__}; use mcp_tool_search = 'engine' with any other"
+        )
 
 
 def _default_tools(config: Config, code_map: bool, mode: str | None) -> Toolset:
@@ -280,6 +295,7 @@ def _builder(
     workspace: Path,
     config: Config,
     system_prompt: str | None,
+    deferred_tools: frozenset[str],
 ) -> ContextBuilder:
     protocol = session.style.protocol
     specs = toolset.specs()
@@ -289,6 +305,7 @@ def _builder(
         tools=specs if protocol == "native" else (),
         project_root=workspace,
         config=config,
+        deferred_tools=deferred_tools,
     )
 
 

@@ -20,6 +20,7 @@ from typing import Protocol
 from contextengine.agent.events import RunResult
 from contextengine.agent.parts import AgentParts, ToolRunner
 from contextengine.config import Config
+from contextengine.context.builder import ContextBuilder
 from contextengine.providers.base import Provider
 from contextengine.session.entries import AssistantEntry, ToolResultEntry
 from contextengine.session.meta import read_meta
@@ -35,6 +36,7 @@ class ParentAgent(Protocol):
     workspace: Path
     session: Session
     toolset: ToolRunner
+    builder: ContextBuilder
     cancel_token: threading.Event | None  # the running turn's (None between turns)
 
     @property
@@ -91,6 +93,8 @@ class SubAgents:
             protocol=parent.session.style.protocol,
             provider_choice=meta.provider if meta is not None else None,
             parent=parent.session.id,
+            # the parent's MCP tools its provider defers, deferred alike (the same tools bytes)
+            deferred_tools=parent.builder.deferred_tools,
         )
         child = self._start(parts, mode=mode or parent.mode)
         try:

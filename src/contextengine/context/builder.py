@@ -11,7 +11,7 @@ session epoch and extended, never recomputed.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,8 @@ EMPTY_LIVE = LiveContext()
 
 
 class ContextBuilder:
-    """Builds requests for sessions that share one system prompt and tool list."""
+    """Builds requests for sessions that share one system prompt and tool list;
+    ``deferred_tools`` (of those tools) go in every request's ``deferred_tools``."""
 
     def __init__(
         self,
@@ -66,6 +67,7 @@ class ContextBuilder:
         tools: Sequence[ToolSpec | Mapping[str, Any]] = (),
         project_root: Path | None = None,
         config: Config | None = None,
+        deferred_tools: Collection[str] = (),
     ) -> None:
         self._config = config or Config()
         scrubbed = scrub_report(system_prompt) if self._config.flag("scrub") else None
@@ -80,6 +82,8 @@ class ContextBuilder:
             self.scrub_findings += findings
         self._tools: tuple[dict[str, Any], ...] = tuple(tool_objs)
         self._tools_chunk = canonical_json(list(self._tools))
+        # Only tools the request lists can be deferred (none under the text protocol).
+        self.deferred_tools = frozenset(deferred_tools) & set(names)
         self._system: Message = canonical_obj(
             {"role": "system", "content": scrubbed.text if scrubbed else system_prompt}
         )
@@ -153,6 +157,7 @@ class ContextBuilder:
             rewrite=session.rewrite,
             mask=mask,
             mark_breakpoints=self._config.flag("cache_breakpoints"),
+            deferred_tools=self.deferred_tools,
         )
 
     def _history(self, session: Session) -> _HistoryCache:

@@ -34,7 +34,10 @@ class Request:
     ``chunks`` is the request's canonical text split into pieces: chunk 0 is the tool
     list, chunk ``k + 1`` is message ``k``. The concatenation is what the prefix monitor
     and the benchmarks compare. ``epoch`` counts the record's rewrites (compactions and
-    prunings) and ``rewrite`` names the latest. Treat every list and dict here as read-only.
+    prunings) and ``rewrite`` names the latest. ``deferred_tools`` names tools a provider
+    with its own tool search may leave out of the prompt until the model finds them (R18.2;
+    Anthropic's ``defer_loading``); other providers list them like the rest. Treat every list
+    and dict here as read-only.
     """
 
     session_id: str
@@ -48,6 +51,7 @@ class Request:
     mask: ToolMask | None = None
     mark_breakpoints: bool = True
     rewrite: Literal["compaction", "prune"] | None = None
+    deferred_tools: frozenset[str] = frozenset()
 
     @property
     def messages(self) -> list[dict[str, Any]]:

@@ -17,6 +17,13 @@ Translation from the builder's OpenAI-format messages:
   that reply's turn again in every later request while extended thinking is on, as the
   API requires in tool loops.
 
+Tools a request defers (``Request.deferred_tools``, MCP tools over the budget with
+``mcp_tool_search = "anthropic"``) are listed with ``defer_loading: true`` after Anthropic's
+BM25 tool search tool (``TOOL_SEARCH``): the API leaves them out of the prompt until the
+model's search returns them, and the ``tools`` stay the same bytes all session. The search's
+``server_tool_use`` and ``tool_search_tool_result`` blocks are the reply's provider items
+and go back in its turn, where they keep the found tools loaded.
+
 Masks become ``tool_choice``: auto, ``any`` (a call is required), ``tool`` (exactly one
 tool allowed) or ``none``. A subset of several tools cannot be named in ``tool_choice``, so
 it is sent as ``any``/``auto`` plus an assistant prefill that opens the reply by naming the
@@ -40,7 +47,12 @@ import anthropic
 
 from contextengine.context.request import Request
 from contextengine.errors import BrokenReplyError, ProviderError
-from contextengine.providers.anthropic_stream import THINKING_BLOCKS, Block, MessageAccumulator
+from contextengine.providers.anthropic_stream import (
+    THINKING_BLOCKS,
+    TOOL_SEARCH_BLOCKS,
+    Block,
+    MessageAccumulator,
+)
 from contextengine.providers.base import StreamingProvider
 from contextengine.providers.http_errors import sdk_error
 from contextengine.providers.retry import DEFAULT_BACKOFF_S, retried
@@ -69,6 +81,12 @@ EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 CacheTTL = Literal["5m", "1h"]
 PREFILL = "(Tools allowed for this step: {names}.)"
 
+TOOL_SEARCH: dict[str, str] = {
+    "type": "tool_search_tool_bm25_20251119",
+    "name": "tool_search_tool_bm25",
+}
+"""Anthropic's server-side tool search (natural-language queries, BM25), generally available."""
+
 RESERVED_PARAMS = frozenset(
     {"model", "messages", "system", "tools", "tool_choice", "stream", "max_tokens"}
 )
@@ -83,8 +101,11 @@ class AnthropicProvider(StreamingProvider):
     ``mask_prefill`` sends the assistant prefill that names a masked subset of tools (see
     the module docstring). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``. A failed
     call (429, 5xx, 529 overloaded, a timeout) or a 200 reply cut before ``message_stop`` is
-    retried ``max_retries`` times by ``providers.retry``.
+    retried ``max_retries`` times by ``providers.retry``. It defers the tools a request
+    names in ``deferred_tools`` behind Anthropic's own tool search (``defers_tools``).
     """
+
+    defers_tools = True
 
     def __init__(
         self,
@@ -228,7 +249,7 @@ def anthropic_body(
         body["system"] = system
     choice = resolve_tool_choice(request)
     if choice is not None:
-        body["tools"] = [_tool(t) for t in request.tools]
+        body["tools"] = anthropic_tools(request)
         body["tool_choice"] = anthropic_tool_choice(choice, thinking=thinking)
         names = choice.names
         subset = names is not None and len(names) > 1 and choice.kind != "none"
@@ -236,6 +257,13 @@ def anthropic_body(
             text = PREFILL.format(names=", ".join(names or ()))
             turns.append({"role": "assistant", "content": [_text(text)]})
     return body
+
+
+def anthropic_tools(request: Request) -> list[Block]:
+    """The request's tools; its deferred ones with ``defer_loading`` after ``TOOL_SEARCH``."""
+    deferred = request.deferred_tools
+    tools = [_tool(t, t["function"]["name"] in deferred) for t in request.tools]
+    return [*tools, dict(TOOL_SEARCH)] if deferred else tools
 
 
 def anthropic_tool_choice(choice: ToolChoice, *, thinking: bool = False) -> dict[str, str]:
@@ -272,8 +300,10 @@ def _blocks(message: Mapping[str, Any], *, thinking: bool = False) -> tuple[str,
             result["content"] = plain_text(content)
         return "user", [result]
     if role == "assistant":
-        items = (message.get(PROVIDER_ITEMS) or ()) if thinking else ()
-        blocks = [dict(item) for item in items if item.get("type") in THINKING_BLOCKS]
+        # Thinking goes back only while thinking is on; a tool search always does.
+        kept = THINKING_BLOCKS | TOOL_SEARCH_BLOCKS if thinking else TOOL_SEARCH_BLOCKS
+        items = message.get(PROVIDER_ITEMS) or ()
+        blocks = [dict(item) for item in items if item.get("type") in kept]
         if plain_text(content).strip():
             blocks.append(_text(content))
         for call in message.get("tool_calls") or ():
@@ -296,10 +326,13 @@ def _text(content: Any) -> Block:
     return {"type": "text", "text": text if text.strip() else EMPTY_TEXT}
 
 
-def _tool(tool: Mapping[str, Any]) -> Block:
+def _tool(tool: Mapping[str, Any], deferred: bool = False) -> Block:
     function = tool["function"]
-    return {
+    block: Block = {
         "name": function["name"],
         "description": function.get("description", ""),
         "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
     }
+    if deferred:
+        block["defer_loading"] = True
+    return block

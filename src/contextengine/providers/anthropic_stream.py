@@ -6,7 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextengine.providers.wire import canonical_arguments, text_field, token_count
+from contextengine.providers.wire import (
+    arguments_object,
+    canonical_arguments,
+    text_field,
+    token_count,
+)
 from contextengine.types import (
     FinishReason,
     ModelReply,
@@ -18,6 +23,9 @@ from contextengine.types import (
 )
 
 THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+TOOL_SEARCH_BLOCKS = frozenset({"server_tool_use", "tool_search_tool_result"})
+"""A server-side tool search and its result: the API needs them back in later requests,
+where the tools they reference stay loaded."""
 Block = dict[str, Any]
 _STOP: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -35,9 +43,14 @@ class _Block:
     parts: list[str] = field(default_factory=list)
     signature: list[str] = field(default_factory=list)
     data: str = ""
+    whole: Block = field(default_factory=dict)  # a block that arrives complete at its start
 
     def provider_item(self) -> Block:
-        """This thinking block as the API needs it back."""
+        """This thinking or tool-search block as the API needs it back."""
+        if self.kind == "server_tool_use" and self.parts:
+            return {**self.whole, "input": arguments_object("".join(self.parts))}
+        if self.kind in TOOL_SEARCH_BLOCKS:
+            return self.whole
         if self.kind == "redacted_thinking":
             return {"type": "redacted_thinking", "data": self.data}
         return {
@@ -75,6 +88,7 @@ class MessageAccumulator:
                 text_field(getattr(block, "id", None) or ""),
                 text_field(getattr(block, "name", None) or ""),
                 data=text_field(getattr(block, "data", None) or ""),
+                whole=_whole(block) if block.type in TOOL_SEARCH_BLOCKS else {},
             )
         elif kind == "content_block_delta":
             return self._delta(self.blocks[event.index], event.delta)
@@ -121,5 +135,13 @@ class MessageAccumulator:
             usage=Usage.from_wire(self.usage, latency_s, model)
             or Usage(latency_s=latency_s, model=model),
             finish_reason=_STOP.get(self.stop or "end_turn", "other"),
-            provider_items=tuple(b.provider_item() for b in ordered if b.kind in THINKING_BLOCKS),
+            provider_items=tuple(
+                b.provider_item() for b in ordered if b.kind in THINKING_BLOCKS | TOOL_SEARCH_BLOCKS
+            ),
         )
+
+
+def _whole(block: Any) -> Block:
+    """A complete block of the stream as plain JSON data (the SDK parses it into a model)."""
+    data: Block = block.model_dump(mode="json", exclude_none=True)
+    return data

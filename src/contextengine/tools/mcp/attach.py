@@ -2,8 +2,11 @@
 
 ``attach_mcp`` starts the servers, makes a tool of each tool they list, and decides how
 they are offered: one by one while their definitions fit the budget, else through the
-fixed ``tool_search`` / ``tool_call`` pair. Either way the choice is made once, at
-session start, so every request of the session carries the same tools (R2.1).
+fixed ``tool_search`` / ``tool_call`` pair (``search="engine"``), or still one by one but
+named in ``provider_deferred`` so a provider with its own tool search (Anthropic's
+``defer_loading``) keeps them out of the prompt until the model finds them
+(``search="anthropic"``). Either way the choice is made once, at session start, so every
+request of the session carries the same tools (R2.1).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from contextengine.canonical import canonical_json
+from contextengine.config import McpToolSearch
 from contextengine.toolkit.base import Tool
 from contextengine.toolkit.mcp_servers import McpServer
 from contextengine.tools.mcp.adapter import McpTool
@@ -26,7 +30,8 @@ class McpAttachment:
     clients: McpClients
     tools: tuple[Tool, ...]
     catalog: ToolCatalog
-    deferred: bool  # offered through tool_search / tool_call
+    deferred: bool  # over the budget: behind a tool search (the engine's or the provider's)
+    provider_deferred: frozenset[str] = frozenset()  # listed, for the provider to defer
 
     def close(self) -> None:
         """Close every server session (stdio servers exit)."""
@@ -39,9 +44,11 @@ def attach_mcp(
     count_tokens: Callable[[str], int],
     start_timeout_s: float,
     call_timeout_s: float,
+    search: McpToolSearch = "engine",
 ) -> McpAttachment:
     """Start ``servers`` and make their tools: listed one by one when their definitions
-    take at most ``budget_tokens`` (by ``count_tokens``), else deferred behind the pair."""
+    take at most ``budget_tokens`` (by ``count_tokens``), else deferred behind the pair
+    (``search="engine"``) or by the provider (``"anthropic"``)."""
     clients = McpClients.start(servers, start_timeout_s, call_timeout_s)
     try:
         tools = [McpTool.for_tool(source, clients) for source in clients.tools()]
@@ -52,6 +59,9 @@ def attach_mcp(
     catalog = ToolCatalog(tools)
     if definitions_tokens(tools, count_tokens) <= budget_tokens:
         return McpAttachment(clients, tuple(tools), catalog, deferred=False)
+    if search == "anthropic":
+        names = frozenset(tool.name for tool in tools)
+        return McpAttachment(clients, tuple(tools), catalog, True, provider_deferred=names)
     pair: tuple[Tool, ...] = (ToolSearch.offering(catalog, list(servers)), ToolCall(catalog))
     return McpAttachment(clients, pair, catalog, deferred=True)
 
