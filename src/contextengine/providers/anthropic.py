@@ -42,6 +42,7 @@ from contextengine.context.request import Request
 from contextengine.errors import BrokenReplyError, ProviderError
 from contextengine.providers.anthropic_stream import THINKING_BLOCKS, Block, MessageAccumulator
 from contextengine.providers.base import StreamingProvider
+from contextengine.providers.breakpoints import cache_breakpoints
 from contextengine.providers.http_errors import sdk_error
 from contextengine.providers.retry import DEFAULT_BACKOFF_S, retried
 from contextengine.providers.wire import (
@@ -62,7 +63,6 @@ from contextengine.types import (
     ReplyEvent,
 )
 
-MAX_BREAKPOINTS = 4
 SYSTEM_NOTE = "<system-reminder>\n{text}\n</system-reminder>"
 EMPTY_TEXT = "(empty)"
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
@@ -168,25 +168,6 @@ def cache_control(ttl: CacheTTL) -> dict[str, str]:
     if ttl not in ("5m", "1h"):
         raise ValueError(f"cache_ttl must be '5m' or '1h', not {ttl!r}")
     return dict(EPHEMERAL) if ttl == "5m" else {**EPHEMERAL, "ttl": ttl}
-
-
-def cache_breakpoints(request: Request) -> list[int]:
-    """The message indices that carry ``cache_control`` (at most ``MAX_BREAKPOINTS``).
-
-    The request's own breakpoints (end of L1, of L2, of the persisted history) plus the
-    end of the previous step's history: the message before the latest persisted assistant
-    reply, which is where the previous request's persisted history ended.
-    """
-    marked = request.breakpoints
-    if not marked:
-        return []
-    messages = request.messages
-    start = request.segments.l1 + request.segments.l2
-    for i in range(request.segments.persisted - 1, start, -1):
-        if messages[i]["role"] == "assistant":
-            marked = sorted({*marked, i - 1})
-            break
-    return marked[-MAX_BREAKPOINTS:]
 
 
 def anthropic_body(
