@@ -4,6 +4,7 @@ in the bodies both OpenAI adapters send to a real local server."""
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -182,7 +183,7 @@ def test_each_request_marks_where_the_previous_one_wrote_on_an_unchanged_prefix(
     key = "messages" if wire == "openai" else "input"
     bodies = [r.json()[key] for r in server.answered]
     assert len(bodies) == 3
-    for previous, current in zip(bodies, bodies[1:], strict=False):
+    for previous, current in itertools.pairwise(bodies):
         last = max(marked([i.get("content", i.get("output")) for i in previous]))
         # The previous request's last breakpoint is marked again at the same item, and
         # everything up to it is the same blocks, marks aside.
