@@ -2,9 +2,9 @@
 
 The builder reports three breakpoints (end of L1, of L2, of the persisted history);
 ``cache_breakpoints`` adds the end of the previous step's history, which is where the
-previous request wrote its last cache entry: a cache that matches exactly at marked
-positions (Anthropic's 20-block lookback, OpenAI's explicit breakpoints) can read it back
-only if this request marks it too. Anthropic puts ``cache_control`` there.
+previous request wrote its last cache entry: a cache looked up at marked positions
+(Anthropic's, whose lookback from a mark is 20 blocks; OpenAI's explicit breakpoints) reads
+it back surely when this request marks it too. Anthropic puts ``cache_control`` there.
 
 OpenAI's explicit breakpoints (``gpt-5.6`` and later, per the API reference of
 ``prompt_cache_options``): a content block carries ``prompt_cache_breakpoint:
