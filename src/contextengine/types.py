@@ -36,12 +36,50 @@ class ToolCall:
             return {}
 
 
+NO_DIVERGENCE = "none"
+PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class CacheDiagnosis:
+    """The provider's own comparison of a request with the session's previous one
+    (Anthropic's cache diagnostics).
+
+    ``reason`` is the provider's ``cache_miss_reason`` type (``model_changed``,
+    ``system_changed``, ``tools_changed``, ``messages_changed``,
+    ``previous_message_not_found``, ``unavailable``), ``"none"`` when it found no divergence
+    and ``"pending"`` when its comparison had not finished; ``missed_input_tokens`` is its
+    estimate of the input tokens past the divergence (0 when it gives none).
+    """
+
+    reason: str
+    missed_input_tokens: int = 0
+
+    @classmethod
+    def from_wire(cls, diagnostics: object) -> CacheDiagnosis | None:
+        """Anthropic's response ``diagnostics`` (``null`` = no divergence); ``None`` when it
+        is neither null nor an object."""
+        if diagnostics is None:
+            return cls(NO_DIVERGENCE)
+        if not isinstance(diagnostics, Mapping):
+            return None
+        reason = diagnostics.get("cache_miss_reason")
+        if not isinstance(reason, Mapping):
+            return cls(PENDING)
+        kind = reason.get("type")
+        return cls(
+            kind if isinstance(kind, str) and kind else "unknown",
+            _count(reason.get("cache_missed_input_tokens")),
+        )
+
+
 @dataclass(frozen=True)
 class Usage:
     """Token accounting of one model call, normalized across providers.
 
     ``input_tokens`` is the whole prompt, cached part included (OpenAI's convention);
     ``cached_tokens`` were read from the prefix cache, ``cache_write_tokens`` written to it.
+    ``cache_diagnosis`` is the provider's own verdict on the prefix, when it gave one.
     """
 
     input_tokens: int = 0
@@ -50,6 +88,7 @@ class Usage:
     output_tokens: int = 0
     latency_s: float = 0.0
     model: str = ""
+    cache_diagnosis: CacheDiagnosis | None = None
 
     @property
     def uncached_tokens(self) -> int:
@@ -69,7 +108,9 @@ class Usage:
     def from_wire(cls, usage: object, latency_s: float = 0.0, model: str = "") -> Usage | None:
         """Usage in any provider's wire form (Chat Completions, Responses, Anthropic Messages)
         or already normalized; ``None`` when ``usage`` is none of them. Anthropic's
-        ``input_tokens`` leaves out the cached and cache-written parts, so they are added."""
+        ``input_tokens`` leaves out the cached and cache-written parts, so they are added; a
+        ``diagnostics`` key beside Anthropic's counters is its response's cache diagnostics
+        (present only when the request was compared with a previous one)."""
         if not isinstance(usage, Mapping):
             return None
         if "prompt_tokens" in usage:  # Chat Completions
@@ -84,7 +125,11 @@ class Usage:
             read = _count(usage.get("cache_read_input_tokens"))
             written = _count(usage.get("cache_creation_input_tokens"))
             total = _count(usage.get("input_tokens")) + read + written
-            return cls(total, read, written, _count(usage.get("output_tokens")), latency_s, model)
+            diagnosis = (
+                CacheDiagnosis.from_wire(usage["diagnostics"]) if "diagnostics" in usage else None
+            )
+            output = _count(usage.get("output_tokens"))
+            return cls(total, read, written, output, latency_s, model, diagnosis)
         if "input_tokens" not in usage:
             return None
         details = usage.get("input_tokens_details")

@@ -127,3 +127,85 @@ def test_a_model_without_a_known_price_is_reported_as_unknown(
     done = cli("report", copy)
     assert done.returncode == 0 and "price unknown (my-finetune)" in done.stdout
     assert "$" not in done.stdout
+
+
+def _diagnosed_copy(
+    tmp_path: Path, session_dir: Path, verdicts: list[tuple[dict | None, str | None]]
+) -> Path:
+    """A copy of the session whose calls carry the given (provider diagnosis, monitor break
+    cause) pairs."""
+    copy = tmp_path / "diagnosed"
+    copy.mkdir()
+    lines = [json.loads(line) for line in (session_dir / "usage.jsonl").read_text().splitlines()]
+    for line, (diagnosis, cause) in zip(lines, verdicts, strict=True):
+        line["prefix"].pop("break", None)
+        if diagnosis is not None:
+            line["cache_diagnosis"] = diagnosis
+        if cause is not None:
+            line["prefix"]["break"] = {"position": 3, "cause": cause}
+    (copy / "usage.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return copy
+
+
+def test_report_lists_calls_where_the_provider_and_the_monitor_disagree(
+    tmp_path: Path, session_dir: Path
+) -> None:
+    lines = [json.loads(line) for line in (session_dir / "usage.jsonl").read_text().splitlines()]
+    uncached = lines[1]["input_tokens"] - lines[1]["cached_tokens"] - lines[1]["cache_write_tokens"]
+    copy = _diagnosed_copy(
+        tmp_path,
+        session_dir,
+        [
+            ({"reason": "tools_changed", "missed_input_tokens": 500}, None),
+            ({"reason": "none", "missed_input_tokens": 0}, "l1_changed"),
+            # The messages diverged before the previous call's uncached part: a break.
+            ({"reason": "messages_changed", "missed_input_tokens": uncached + 1}, None),
+        ],
+    )
+    report = json.loads(cli("report", copy, "--json").stdout)
+    assert report["cache_diagnosed_calls"] == 3
+    assert report["cache_disagreements"] == [
+        {"call": 1, "reason": "tools_changed", "missed_input_tokens": 500, "monitor": "stable"},
+        {"call": 2, "reason": "none", "missed_input_tokens": 0, "monitor": "l1_changed"},
+        {
+            "call": 3,
+            "reason": "messages_changed",
+            "missed_input_tokens": uncached + 1,
+            "monitor": "stable",
+        },
+    ]
+    done = cli("report", copy)
+    assert done.returncode == 0, done.stderr
+    assert "provider/monitor disagreements" in done.stdout
+    assert "3 of 3 diagnosed calls" in done.stdout
+    assert "call 1: provider says tools_changed (500 input tokens missed), monitor says stable" in (
+        done.stdout
+    )
+    assert "call 2: provider says none (0 input tokens missed), monitor says l1_changed" in (
+        done.stdout
+    )
+
+
+def test_report_is_silent_when_the_provider_and_the_monitor_agree(
+    tmp_path: Path, session_dir: Path
+) -> None:
+    lines = [json.loads(line) for line in (session_dir / "usage.jsonl").read_text().splitlines()]
+    uncached = lines[1]["input_tokens"] - lines[1]["cached_tokens"] - lines[1]["cache_write_tokens"]
+    copy = _diagnosed_copy(
+        tmp_path,
+        session_dir,
+        [
+            ({"reason": "pending", "missed_input_tokens": 0}, "tools_changed"),
+            ({"reason": "system_changed", "missed_input_tokens": 90}, "l2_changed"),
+            # A divergence inside the previous call's uncached tail is no break.
+            ({"reason": "messages_changed", "missed_input_tokens": uncached}, None),
+        ],
+    )
+    report = json.loads(cli("report", copy, "--json").stdout)
+    assert report["cache_diagnosed_calls"] == 3
+    assert report["cache_disagreements"] == []
+    done = cli("report", copy)
+    assert "0 of 3 diagnosed calls" in done.stdout and "provider says" not in done.stdout
+    plain = json.loads(cli("report", session_dir, "--json").stdout)
+    assert plain["cache_diagnosed_calls"] == 0 and plain["cache_disagreements"] == []
+    assert "disagreements" not in cli("report", session_dir).stdout

@@ -21,6 +21,13 @@ the OpenAI Chat Completions streaming format (``wire="openai"``, path
 * with ``event_delay_s``, sends its events one by one with that pause between them (a
   slowly streaming model; the text in ``pieces`` deltas), so clients can be watched
   showing a reply before it ends;
+* with ``diagnostics=True`` (Anthropic), keeps each answered request under its reply id and
+  answers a request whose ``diagnostics.previous_message_id`` names one with Anthropic's
+  cache diagnostics on ``message_start``: ``null`` when the old request's model, system,
+  tools and content blocks (``cache_control`` aside) are a prefix of the new one, else the
+  first of ``model_changed`` / ``system_changed`` / ``tools_changed`` /
+  ``messages_changed`` that differs, with ``len // 4`` tokens of the old blocks from the
+  first differing one on (``previous_message_not_found`` for an unknown id);
 * answers a ``RawReply`` from the script byte for byte (any status, content type and body;
   ``cut=True`` promises more bytes than it sends and hangs up), so clients meet broken
   streams; ``stream_bytes(response)`` is the well-formed stream to break.
@@ -51,6 +58,7 @@ PATHS: dict[str, str] = {
     "anthropic": "/v1/messages",
 }
 Response = Mapping[str, Any]
+_UNASKED = object()  # no cache diagnostics were asked for (none is ``null``: no divergence)
 
 
 @dataclass(frozen=True)
@@ -133,8 +141,11 @@ class FakeModelServer:
         model: str = "fake-model",
         event_delay_s: float = 0.0,
         pieces: int = 3,
+        diagnostics: bool = False,
     ) -> None:
         self.wire = wire
+        self.diagnostics = diagnostics
+        self._by_reply_id: dict[str, dict[str, Any]] = {}
         self.event_delay_s = event_delay_s
         self.pieces = pieces
         self.model = model
@@ -218,6 +229,8 @@ class FakeModelServer:
             if response is None:
                 return _refuse(500, self._error(500, f"script exhausted at reply {number + 1}"))
             self._answered.append(recorded)
+            verdict = self._diagnose(body)
+            self._by_reply_id[f"msg_{number}"] = body
         if isinstance(response, RawReply):
             headers = {"content-type": response.content_type, "x-should-retry": "false"}
             if response.cut:
@@ -226,8 +239,32 @@ class FakeModelServer:
         usage = self._usage(recorded, previous, response) if callable(self._usage) else self._usage
         headers = {"content-type": "text/event-stream"}
         if self.event_delay_s:
-            return 200, headers, list(self._events(body, response, usage, number))
-        return 200, headers, self._stream(body, response, usage, number)
+            return 200, headers, list(self._events(body, response, usage, number, verdict))
+        return 200, headers, self._stream(body, response, usage, number, verdict)
+
+    def _diagnose(self, body: dict[str, Any]) -> object:
+        """Anthropic's ``diagnostics`` for ``body`` (see the module docstring), or
+        ``_UNASKED`` when diagnostics are off or the request named no previous message."""
+        asked = body.get("diagnostics")
+        if not self.diagnostics or not isinstance(asked, dict):
+            return _UNASKED
+        previous_id = asked.get("previous_message_id")
+        if previous_id is None:
+            return _UNASKED
+        old = self._by_reply_id.get(previous_id)
+        if old is None:
+            return {"cache_miss_reason": {"type": "previous_message_not_found"}}
+        old_blocks, new_blocks = _blocks(old), _blocks(body)
+        for kind, part in (("model", "model"), ("system", "system"), ("tools", "tools")):
+            if _plain(old.get(part)) != _plain(body.get(part)):
+                missed = sum(len(json.dumps(b)) // 4 for b in old_blocks)
+                return _miss(f"{kind}_changed", missed)
+        for k, block in enumerate(old_blocks):
+            if k >= len(new_blocks) or new_blocks[k] != block:
+                return _miss(
+                    "messages_changed", sum(len(json.dumps(b)) // 4 for b in old_blocks[k:])
+                )
+        return None
 
     def stream_bytes(self, response: Response, number: int = 0) -> bytes:
         """The complete, well-formed event stream that answers ``response`` (usage included)."""
@@ -236,18 +273,28 @@ class FakeModelServer:
         return self._stream(body, response, usage, number)
 
     def _stream(
-        self, body: dict[str, Any], response: Response, usage: FakeUsage, number: int
+        self,
+        body: dict[str, Any],
+        response: Response,
+        usage: FakeUsage,
+        number: int,
+        verdict: object = _UNASKED,
     ) -> bytes:
-        return b"".join(self._events(body, response, usage, number))
+        return b"".join(self._events(body, response, usage, number, verdict))
 
     def _events(
-        self, body: dict[str, Any], response: Response, usage: FakeUsage, number: int
+        self,
+        body: dict[str, Any],
+        response: Response,
+        usage: FakeUsage,
+        number: int,
+        verdict: object = _UNASKED,
     ) -> Iterator[bytes]:
         if self.wire == "openai":
             return self._openai_events(body, response, usage, number)
         if self.wire == "responses":
             return responses_events(body, response, usage, number, self.model)
-        return self._anthropic_events(response, usage, number)
+        return self._anthropic_events(response, usage, number, verdict)
 
     def _next_response(self, body: dict[str, Any], number: int) -> Response | RawReply | None:
         if callable(self._script):
@@ -309,7 +356,7 @@ class FakeModelServer:
         yield b"data: [DONE]\n\n"
 
     def _anthropic_events(
-        self, response: Response, usage: FakeUsage, number: int
+        self, response: Response, usage: FakeUsage, number: int, verdict: object = _UNASKED
     ) -> Iterator[bytes]:
         def event(kind: str, **payload: Any) -> bytes:
             return f"event: {kind}\ndata: {json.dumps({'type': kind, **payload})}\n\n".encode()
@@ -330,6 +377,8 @@ class FakeModelServer:
                 "output_tokens": 1,
             },
         }
+        if verdict is not _UNASKED:
+            message["diagnostics"] = verdict
         yield event("message_start", message=message)
         yield event("ping")
         blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
@@ -444,6 +493,28 @@ def _tool_search_blocks(
         "content": {"type": "tool_search_tool_search_result", "tool_references": references},
     }
     return [(use, deltas), (result, [])]
+
+
+def _miss(kind: str, missed: int) -> dict[str, Any]:
+    return {"cache_miss_reason": {"type": kind, "cache_missed_input_tokens": missed}}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` without ``cache_control`` anywhere (it steers the cache, it is not prompt)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _blocks(body: Mapping[str, Any]) -> list[Any]:
+    """The request's messages as one list of (role, content block), ``cache_control`` aside."""
+    return [
+        [turn["role"], _plain(block)]
+        for turn in body.get("messages") or ()
+        for block in (turn["content"] if isinstance(turn["content"], list) else [turn["content"]])
+    ]
 
 
 def _arguments_text(call: Mapping[str, Any]) -> str:

@@ -20,7 +20,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class UsageRecord:
-    """Usage of one model call with the prefix monitor's verdict on its request."""
+    """Usage of one model call with the prefix monitor's verdict on its request, and the
+    provider's own verdict (``cache_diagnosis``: ``reason``, ``missed_input_tokens``) when
+    it gave one."""
 
     step: int
     purpose: str
@@ -32,6 +34,7 @@ class UsageRecord:
     latency_s: float
     prefix: dict[str, Any] = field(default_factory=dict)
     ts: str = ""
+    cache_diagnosis: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, step: int, purpose: str, usage: Usage, prefix: PrefixReport) -> UsageRecord:
@@ -47,6 +50,9 @@ class UsageRecord:
             latency_s=round(usage.latency_s, 4),
             prefix=prefix.as_dict(),
             ts=datetime.now(UTC).isoformat(timespec="milliseconds"),
+            cache_diagnosis=None
+            if usage.cache_diagnosis is None
+            else asdict(usage.cache_diagnosis),
         )
 
 
@@ -58,8 +64,11 @@ class UsageLog:
         self._keep = keep
 
     def append(self, record: UsageRecord) -> None:
-        """Add one record."""
-        self._keep(canonical_json(asdict(record)))
+        """Add one record (without ``cache_diagnosis`` when the provider gave none)."""
+        line = asdict(record)
+        if record.cache_diagnosis is None:
+            del line["cache_diagnosis"]
+        self._keep(canonical_json(line))
 
 
 def read_usage(path: Path) -> Iterator[UsageRecord]:
@@ -101,6 +110,7 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "latency_s": (int, float),
     "prefix": dict,
     "ts": str,
+    "cache_diagnosis": (dict, type(None)),
 }
 
 

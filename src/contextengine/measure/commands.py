@@ -218,12 +218,23 @@ def report_command(
         table.add_row("cost without a cache", f"${report.cost_without_cache_usd:.4f}")
         table.add_row("savings", f"${report.savings_usd:.4f} ({report.savings_share:.1%})")
     table.add_row("cache breaks", str(len(report.cache_breaks)))
+    if report.cache_diagnosed_calls:
+        table.add_row(
+            "provider/monitor disagreements",
+            f"{len(report.cache_disagreements)} of {report.cache_diagnosed_calls} diagnosed calls",
+        )
     table.add_row("sub-agents", str(len(report.sub_agents)))
     console.print(table)
     for brk in report.cache_breaks:
         console.print(
             f"  call {brk['call']} ({brk['purpose']}): {brk.get('cause')} at char "
             f"{brk.get('position')}",
+            markup=False,
+        )
+    for odd in report.cache_disagreements:
+        console.print(
+            f"  call {odd['call']}: provider says {odd['reason']} "
+            f"({odd['missed_input_tokens']:,} input tokens missed), monitor says {odd['monitor']}",
             markup=False,
         )
     for child in report.sub_agents:

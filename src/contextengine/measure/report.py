@@ -5,6 +5,14 @@ is priced per call by the call's model in genai-prices (``--prices`` overrides);
 model without a known price costs nothing in the sums and its model is listed in
 ``unpriced_models``. Savings compare with the same calls without a prompt cache (every input
 token at the uncached price). Prefix-monitor breaks are listed with their causes.
+
+Where the provider diagnosed its own cache (Anthropic's cache diagnostics, recorded as
+``cache_diagnosis``), each main call's provider verdict is set against the monitor's, and
+every call where they disagree is listed: one of them is wrong. The provider says the
+prefix broke when the model, system or tools changed, or when the messages diverged more
+than the previous main call left uncached (a divergence in its live observations and
+task-status tail, which every step replaces, is no break); it says nothing conclusive while
+its comparison is pending, unavailable or missing the previous message.
 """
 
 from __future__ import annotations
@@ -44,12 +52,15 @@ class UsageReport:
     cache_breaks: tuple[dict[str, Any], ...]
     unpriced_models: tuple[str, ...] = ()
     sub_agents: tuple[dict[str, Any], ...] = ()
+    cache_diagnosed_calls: int = 0
+    cache_disagreements: tuple[dict[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready totals."""
         out = asdict(self)
         out["models"] = list(self.models)
         out["cache_breaks"] = list(self.cache_breaks)
+        out["cache_disagreements"] = list(self.cache_disagreements)
         out["unpriced_models"] = list(self.unpriced_models)
         out["sub_agents"] = list(self.sub_agents)
         return out
@@ -107,7 +118,56 @@ def usage_report(
         ),
         unpriced_models=tuple(sorted(unpriced)),
         sub_agents=tuple(sub_agent_usage(session_dir, prices)),
+        cache_diagnosed_calls=sum(1 for r in records if r.cache_diagnosis is not None),
+        cache_disagreements=tuple(cache_disagreements(records)),
     )
+
+
+PROVIDER_BREAKS = frozenset({"model_changed", "system_changed", "tools_changed"})
+"""Provider cache-miss reasons that always mean the cached prefix broke."""
+
+
+def cache_disagreements(records: list[UsageRecord]) -> list[dict[str, Any]]:
+    """The main calls where the provider's cache diagnosis and the prefix monitor disagree
+    on whether the prefix broke: ``call``, the provider's ``reason`` and
+    ``missed_input_tokens``, the ``monitor``'s break cause (``stable`` for none)."""
+    found: list[dict[str, Any]] = []
+    previous: UsageRecord | None = None
+    for record in records:
+        if record.purpose != "main":
+            continue
+        provider = _provider_break(record.cache_diagnosis, previous)
+        previous = record
+        brk = record.prefix.get("break")
+        monitor = str(brk.get("cause")) if isinstance(brk, dict) else None
+        if provider is None or provider == (monitor is not None):
+            continue
+        diagnosis = record.cache_diagnosis or {}
+        found.append(
+            {
+                "call": record.step,
+                "reason": diagnosis.get("reason"),
+                "missed_input_tokens": diagnosis.get("missed_input_tokens", 0),
+                "monitor": monitor or "stable",
+            }
+        )
+    return found
+
+
+def _provider_break(diagnosis: dict[str, Any] | None, previous: UsageRecord | None) -> bool | None:
+    """Whether the provider says the prefix broke; ``None`` when it says nothing conclusive."""
+    if diagnosis is None:
+        return None
+    reason = diagnosis.get("reason")
+    if reason == "none":
+        return False
+    if reason in PROVIDER_BREAKS:
+        return True
+    if reason != "messages_changed" or previous is None:
+        return None
+    uncached = previous.input_tokens - previous.cached_tokens - previous.cache_write_tokens
+    missed = diagnosis.get("missed_input_tokens")
+    return isinstance(missed, int) and missed > max(0, uncached)
 
 
 def sub_agent_usage(session_dir: Path, prices: str | None = None) -> list[dict[str, Any]]:

@@ -35,6 +35,12 @@ is untouched. Extended thinking (a ``thinking`` param) allows neither a prefill 
 too, and the guard alone enforces the mask. Newer models reject any prefill with a 400
 (Claude Opus 4.6 and later): the first such refusal turns the prefill off for the provider
 and the request is sent again without it; ``mask_prefill=False`` never sends one.
+
+Cache diagnostics (on by default against Anthropic's own API): every request carries
+``diagnostics.previous_message_id`` - the id of the session's previous main reply (``null``
+for the first one and for side calls, which opt in without being compared) - and the beta
+header ``CACHE_DIAGNOSIS_BETA``; the reply's ``diagnostics`` (why the prefix could not be
+reused, or ``null`` for no divergence) becomes ``Usage.cache_diagnosis``.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ from contextengine.providers.anthropic_stream import (
     MessageAccumulator,
 )
 from contextengine.providers.base import StreamingProvider
+from contextengine.providers.breakpoints import cache_breakpoints
 from contextengine.providers.http_errors import sdk_error
 from contextengine.providers.retry import DEFAULT_BACKOFF_S, retried
 from contextengine.providers.wire import (
@@ -74,12 +81,13 @@ from contextengine.types import (
     ReplyEvent,
 )
 
-MAX_BREAKPOINTS = 4
 SYSTEM_NOTE = "<system-reminder>\n{text}\n</system-reminder>"
 EMPTY_TEXT = "(empty)"
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 CacheTTL = Literal["5m", "1h"]
 PREFILL = "(Tools allowed for this step: {names}.)"
+CACHE_DIAGNOSIS_BETA = "cache-diagnosis-2026-04-07"
+ANTHROPIC_API_HOST = "api.anthropic.com"
 
 TOOL_SEARCH: dict[str, str] = {
     "type": "tool_search_tool_bm25_20251119",
@@ -99,7 +107,9 @@ class AnthropicProvider(StreamingProvider):
     ``params`` are extra Messages fields sent with every request (``top_p``, ``thinking``
     ...); ``cache_ttl`` is the lifetime of every cache breakpoint (``5m`` or ``1h``);
     ``mask_prefill`` sends the assistant prefill that names a masked subset of tools (see
-    the module docstring). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``. A failed
+    the module docstring); ``cache_diagnostics`` asks for the API's cache diagnostics
+    (``None``: only when talking to Anthropic's own API, the one that offers them). The key
+    comes from ``api_key`` or ``ANTHROPIC_API_KEY``. A failed
     call (429, 5xx, 529 overloaded, a timeout) or a 200 reply cut before ``message_stop`` is
     retried ``max_retries`` times by ``providers.retry``. It defers the tools a request
     names in ``deferred_tools`` behind Anthropic's own tool search (``defers_tools``).
@@ -119,6 +129,7 @@ class AnthropicProvider(StreamingProvider):
         mask_prefill: bool = True,
         generation: Generation | None = None,
         cache_ttl: CacheTTL = "5m",
+        cache_diagnostics: bool | None = None,
         **params: Any,
     ) -> None:
         check_params(params, RESERVED_PARAMS, "AnthropicProvider")
@@ -136,25 +147,49 @@ class AnthropicProvider(StreamingProvider):
             max_retries=0,  # providers.retry decides
             timeout=timeout,
         )
+        self.cache_diagnostics = (
+            self._client.base_url.host == ANTHROPIC_API_HOST
+            if cache_diagnostics is None
+            else cache_diagnostics
+        )
+        # The id of each session's latest main reply: the next main request is compared with it.
+        self._previous_reply: dict[str, str] = {}
 
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
         """Send ``request`` and yield its text as it streams, then the whole reply."""
         thinking = _thinking_on(self._params)
         marks = self.cache_control
+        extra = self._diagnostics(request)
         body = anthropic_body(request, thinking=thinking, prefill=self.mask_prefill, marks=marks)
+        body.update(extra)
         try:
-            yield from retried(lambda: self._attempt(body), self.max_retries, self.retry_backoff_s)
+            yield from retried(
+                lambda: self._attempt(body, request), self.max_retries, self.retry_backoff_s
+            )
         except ProviderError as exc:
             if not _refused_prefill(exc, body):
                 raise
             self.mask_prefill = False  # the model takes no prefill: stop sending one
             body = anthropic_body(request, thinking=thinking, prefill=False, marks=marks)
-            yield from retried(lambda: self._attempt(body), self.max_retries, self.retry_backoff_s)
+            body.update(extra)
+            yield from retried(
+                lambda: self._attempt(body, request), self.max_retries, self.retry_backoff_s
+            )
 
-    def _attempt(self, body: dict[str, Any]) -> Iterator[ReplyEvent]:
+    def _diagnostics(self, request: Request) -> dict[str, Any]:
+        """The ``diagnostics`` field of ``request``'s body, when diagnostics are on."""
+        if not self.cache_diagnostics:
+            return {}
+        previous = self._previous_reply.get(request.session_id)
+        return {"diagnostics": {"previous_message_id": previous if _main(request) else None}}
+
+    def _attempt(self, body: dict[str, Any], request: Request) -> Iterator[ReplyEvent]:
         where = f"anthropic {self.model}"
         started = time.monotonic()
-        acc = MessageAccumulator()
+        diagnostics = body.get("diagnostics")
+        compared = diagnostics is not None and diagnostics["previous_message_id"] is not None
+        acc = MessageAccumulator(compared=compared)
+        headers = {"anthropic-beta": CACHE_DIAGNOSIS_BETA} if diagnostics is not None else {}
         try:
             # Extra params go in the raw body: the SDK's typed signature lags the API.
             stream = self._client.messages.create(
@@ -162,6 +197,7 @@ class AnthropicProvider(StreamingProvider):
                 max_tokens=self.max_tokens,
                 stream=True,
                 extra_body=self._params,
+                extra_headers=headers,
                 **body,
             )
         except anthropic.AnthropicError as exc:
@@ -171,6 +207,8 @@ class AnthropicProvider(StreamingProvider):
         )
         if not acc.stopped:
             raise BrokenReplyError(f"{where}: the reply stream ended before message_stop")
+        if diagnostics is not None and _main(request) and acc.message_id:
+            self._previous_reply[request.session_id] = acc.message_id
         yield ReplyDone(reply)
 
 
@@ -189,25 +227,6 @@ def cache_control(ttl: CacheTTL) -> dict[str, str]:
     if ttl not in ("5m", "1h"):
         raise ValueError(f"cache_ttl must be '5m' or '1h', not {ttl!r}")
     return dict(EPHEMERAL) if ttl == "5m" else {**EPHEMERAL, "ttl": ttl}
-
-
-def cache_breakpoints(request: Request) -> list[int]:
-    """The message indices that carry ``cache_control`` (at most ``MAX_BREAKPOINTS``).
-
-    The request's own breakpoints (end of L1, of L2, of the persisted history) plus the
-    end of the previous step's history: the message before the latest persisted assistant
-    reply, which is where the previous request's persisted history ended.
-    """
-    marked = request.breakpoints
-    if not marked:
-        return []
-    messages = request.messages
-    start = request.segments.l1 + request.segments.l2
-    for i in range(request.segments.persisted - 1, start, -1):
-        if messages[i]["role"] == "assistant":
-            marked = sorted({*marked, i - 1})
-            break
-    return marked[-MAX_BREAKPOINTS:]
 
 
 def anthropic_body(
@@ -281,6 +300,11 @@ def _refused_prefill(exc: ProviderError, body: Mapping[str, Any]) -> bool:
         and exc.status == 400
         and "prefill" in str(exc).lower()
     )
+
+
+def _main(request: Request) -> bool:
+    """Whether ``request`` is a main call (the prefix monitor's reference; side calls are not)."""
+    return request.purpose == "main"
 
 
 def _thinking_on(params: Mapping[str, Any]) -> bool:

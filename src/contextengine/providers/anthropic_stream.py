@@ -61,15 +61,22 @@ class _Block:
 
 
 class MessageAccumulator:
-    """Collects streamed Messages events into one reply."""
+    """Collects streamed Messages events into one reply.
 
-    def __init__(self) -> None:
+    ``compared``: the request named a previous message for cache diagnostics, so the
+    ``diagnostics`` that ``message_start`` carries (``null`` = no divergence) is its
+    verdict; a server that sends no such field gives none.
+    """
+
+    def __init__(self, compared: bool = False) -> None:
+        self.compared = compared
+        self.message_id = ""
         self.blocks: dict[int, _Block] = {}
         self.stop: str | None = None
         self.stopped = False
         # Anthropic's counters, zero until the stream reports them; the cache ones mark the
         # form for ``Usage.from_wire`` even when a stream leaves them out.
-        self.usage: dict[str, int] = {
+        self.usage: dict[str, object] = {
             "cache_read_input_tokens": 0,
             "cache_creation_input_tokens": 0,
         }
@@ -77,7 +84,11 @@ class MessageAccumulator:
     def add(self, event: Any) -> Sequence[ReplyEvent]:
         kind = event.type
         if kind == "message_start":
-            self._usage(event.message.usage)
+            message = event.message
+            self.message_id = text_field(getattr(message, "id", None) or "")
+            if self.compared and "diagnostics" in message.model_fields_set:
+                self.usage["diagnostics"] = _diagnostics(message.diagnostics)
+            self._usage(message.usage)
         elif kind == "message_delta":
             self.stop = text_field(event.delta.stop_reason or self.stop or "")
             self._usage(event.usage)
@@ -122,6 +133,7 @@ class MessageAccumulator:
                 self.usage[name] = token_count(value)
 
     def reply(self, model: str, latency_s: float) -> ModelReply:
+        """The whole reply, usage (and cache diagnostics) normalized."""
         ordered = [b for _, b in sorted(self.blocks.items())]
         calls = tuple(
             ToolCall(b.id, b.name, canonical_arguments("".join(b.parts) or "{}"))
@@ -145,3 +157,19 @@ def _whole(block: Any) -> Block:
     """A complete block of the stream as plain JSON data (the SDK parses it into a model)."""
     data: Block = block.model_dump(mode="json", exclude_none=True)
     return data
+
+
+def _diagnostics(diagnostics: Any) -> dict[str, Any] | None:
+    """The SDK's ``diagnostics`` back in its wire form, for ``Usage.from_wire``; read field by
+    field so a reason type newer than the SDK comes through as sent."""
+    if diagnostics is None:
+        return None
+    reason = getattr(diagnostics, "cache_miss_reason", None)
+    if reason is None:
+        return {"cache_miss_reason": None}
+    return {
+        "cache_miss_reason": {
+            "type": getattr(reason, "type", None),
+            "cache_missed_input_tokens": getattr(reason, "cache_missed_input_tokens", None),
+        }
+    }

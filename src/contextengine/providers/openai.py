@@ -2,7 +2,9 @@
 
 Caching: messages and tools go out exactly as the builder made them, and
 ``prompt_cache_key`` carries the session id so OpenAI routes a session's requests to the
-same cache. Masking: the tool list never changes; the mask becomes ``tool_choice``
+same cache. On models with explicit cache breakpoints (``gpt-5.6`` and later) the input
+messages go as text parts, the builder's breakpoints marked with ``prompt_cache_breakpoint``
+and ``prompt_cache_options`` in explicit mode (``providers.breakpoints``). Masking: the tool list never changes; the mask becomes ``tool_choice``
 (``auto`` / ``required`` / a named function / ``allowed_tools``).
 
 ``stream_chat`` is shared with the OpenAI-compatible adapter: it runs one streamed Chat
@@ -24,6 +26,12 @@ import openai
 from contextengine.context.request import Request
 from contextengine.errors import BrokenReplyError
 from contextengine.providers.base import StreamingProvider
+from contextengine.providers.breakpoints import (
+    PROMPT_CACHE_OPTIONS,
+    has_explicit_breakpoints,
+    input_breakpoints,
+    marked_chat_messages,
+)
 from contextengine.providers.http_errors import sdk_error
 from contextengine.providers.retry import DEFAULT_BACKOFF_S, retried
 from contextengine.providers.wire import (
@@ -69,7 +77,8 @@ class OpenAIProvider(StreamingProvider):
     ``generation`` becomes ``max_completion_tokens``, ``temperature`` and
     ``reasoning_effort``; ``params`` are extra Chat Completions fields sent with every
     request. The key comes from ``api_key`` or ``OPENAI_API_KEY``; ``base_url`` defaults to
-    the SDK's (``OPENAI_BASE_URL`` or OpenAI).
+    the SDK's (``OPENAI_BASE_URL`` or OpenAI). ``explicit_cache_breakpoints`` marks the
+    builder's breakpoints (``None``: on for the models that take them, ``gpt-5.6`` and later).
     """
 
     def __init__(
@@ -81,10 +90,16 @@ class OpenAIProvider(StreamingProvider):
         timeout: float = DEFAULT_TIMEOUT_S,
         retry_backoff_s: float = DEFAULT_BACKOFF_S,
         generation: Generation | None = None,
+        explicit_cache_breakpoints: bool | None = None,
         **params: Any,
     ) -> None:
         check_params(params, RESERVED_PARAMS, "OpenAIProvider")
         self.model = model
+        self.explicit_cache_breakpoints = (
+            has_explicit_breakpoints(model)
+            if explicit_cache_breakpoints is None
+            else explicit_cache_breakpoints
+        )
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self._params = {**chat_generation(generation or Generation()), **params}
@@ -104,6 +119,10 @@ class OpenAIProvider(StreamingProvider):
             body["tool_choice"] = openai_tool_choice(choice)
         if request.mark_breakpoints:
             body["prompt_cache_key"] = request.session_id
+            if self.explicit_cache_breakpoints:
+                marks = input_breakpoints(request)
+                body["messages"] = marked_chat_messages(body["messages"], marks)
+                body["prompt_cache_options"] = dict(PROMPT_CACHE_OPTIONS)
         body.update(self._params)
         yield from retried(
             lambda: stream_chat(self._client, self.model, body, where=f"openai {self.model}"),

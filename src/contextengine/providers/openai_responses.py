@@ -10,7 +10,10 @@ puts them back in their order, filled from the record, so a reasoning model keep
 reasoning across tool steps and the input prefix stays byte for byte what it was.
 
 Caching: ``prompt_cache_key`` carries the session id; ``prompt_cache_retention`` is sent when
-set. Masking: the tool list never changes; the mask becomes ``tool_choice`` (``auto`` /
+set. On models with explicit cache breakpoints (``gpt-5.6`` and later) input messages and
+tool outputs go as ``input_text`` blocks, the builder's breakpoints marked with
+``prompt_cache_breakpoint`` and ``prompt_cache_options`` in explicit mode
+(``providers.breakpoints``). Masking: the tool list never changes; the mask becomes ``tool_choice`` (``auto`` /
 ``required`` / a named function / ``allowed_tools``).
 """
 
@@ -25,6 +28,12 @@ import openai
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.providers.base import StreamingProvider
+from contextengine.providers.breakpoints import (
+    PROMPT_CACHE_OPTIONS,
+    has_explicit_breakpoints,
+    input_breakpoints,
+    text_blocks,
+)
 from contextengine.providers.http_errors import sdk_error
 from contextengine.providers.retry import DEFAULT_BACKOFF_S, BrokenReplyError, retried
 from contextengine.providers.wire import (
@@ -92,8 +101,9 @@ class OpenAIResponsesProvider(StreamingProvider):
     ``generation`` becomes ``max_output_tokens``, ``temperature`` and ``reasoning.effort``;
     ``prompt_cache_retention`` (``in_memory`` / ``24h``) is sent when given;
     ``encrypted_reasoning=False`` stops asking for encrypted reasoning (for models that
-    refuse it). ``params`` are extra Responses fields sent with every request. The key
-    comes from ``api_key`` or ``OPENAI_API_KEY``.
+    refuse it). ``explicit_cache_breakpoints`` marks the builder's breakpoints (``None``: on
+    for the models that take them, ``gpt-5.6`` and later). ``params`` are extra Responses
+    fields sent with every request. The key comes from ``api_key`` or ``OPENAI_API_KEY``.
     """
 
     def __init__(
@@ -107,10 +117,16 @@ class OpenAIResponsesProvider(StreamingProvider):
         generation: Generation | None = None,
         prompt_cache_retention: CacheRetention | None = None,
         encrypted_reasoning: bool = True,
+        explicit_cache_breakpoints: bool | None = None,
         **params: Any,
     ) -> None:
         check_params(params, RESERVED_PARAMS, "OpenAIResponsesProvider")
         self.model = model
+        self.explicit_cache_breakpoints = (
+            has_explicit_breakpoints(model)
+            if explicit_cache_breakpoints is None
+            else explicit_cache_breakpoints
+        )
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self.prompt_cache_retention = prompt_cache_retention
@@ -125,7 +141,9 @@ class OpenAIResponsesProvider(StreamingProvider):
 
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
         """Send ``request`` and yield its text as it streams, then the whole reply."""
-        body: dict[str, Any] = {"input": responses_input(request.messages), "store": False}
+        explicit = request.mark_breakpoints and self.explicit_cache_breakpoints
+        marks = input_breakpoints(request) if explicit else None
+        body: dict[str, Any] = {"input": responses_input(request.messages, marks), "store": False}
         if self.encrypted_reasoning:
             body["include"] = [ENCRYPTED_REASONING]
         choice = resolve_tool_choice(request)
@@ -134,6 +152,8 @@ class OpenAIResponsesProvider(StreamingProvider):
             body["tool_choice"] = responses_tool_choice(choice)
         if request.mark_breakpoints:
             body["prompt_cache_key"] = request.session_id
+        if explicit:
+            body["prompt_cache_options"] = dict(PROMPT_CACHE_OPTIONS)
         if self.prompt_cache_retention is not None:
             body["prompt_cache_retention"] = self.prompt_cache_retention
         body.update(self._params)
@@ -172,23 +192,32 @@ def responses_generation(generation: Generation) -> dict[str, Any]:
     return fields
 
 
-def responses_input(messages: Sequence[Mapping[str, Any]]) -> list[Item]:
-    """The builder's chat messages as Responses input items, provider items put back."""
+def responses_input(
+    messages: Sequence[Mapping[str, Any]], marks: frozenset[int] | None = None
+) -> list[Item]:
+    """The builder's chat messages as Responses input items, provider items put back.
+
+    With ``marks`` (a model with explicit cache breakpoints) every input message and tool
+    output is ``input_text`` blocks, those at ``marks`` ending in a breakpoint.
+    """
     items: list[Item] = []
-    for message in messages:
+    for i, message in enumerate(messages):
         role = message["role"]
+        text: Any = plain_text(message.get("content"))
+        if marks is not None and role != "assistant":
+            text = text_blocks(text, "input_text", i in marks)
         if role == "tool":
             items.append(
                 {
                     "type": "function_call_output",
                     "call_id": message["tool_call_id"],
-                    "output": plain_text(message.get("content")),
+                    "output": text,
                 }
             )
         elif role == "assistant":
             items.extend(_assistant_items(message))
         else:
-            items.append({"role": role, "content": plain_text(message.get("content"))})
+            items.append({"role": role, "content": text})
     return items
 
 
