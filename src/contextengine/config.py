@@ -188,10 +188,12 @@ class Config(BaseSettings):
 
     sandbox: bool = Field(True, description="Run shell_exec in a bubblewrap (bwrap) sandbox.")
     sandbox_network: bool = Field(False, description="Let sandboxed commands use the network.")
-    sandbox_unix_sockets: bool = Field(
+    sandbox_unix_sockets: bool | tuple[str, ...] = Field(
         False,
-        description="Let sandboxed commands make unix-domain sockets (e.g. to reach a database "
-        "socket in the workspace); off, a seccomp filter refuses them.",
+        description="Unix-domain sockets sandboxed commands may reach: false (none: a seccomp "
+        "filter refuses them), true (all), or a list of socket paths (absolute or relative to "
+        "the workspace; every other socket file in the workspace is masked when a command "
+        "starts).",
     )
     sandbox_read_only_paths: tuple[str, ...] = Field(
         (), description="Extra host paths sandboxed commands may read (not write)."
