@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from contextengine import Config
-from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit import unix_sockets
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.sandbox import SandboxPolicy
 from contextengine.toolkit.workspace import Workspace
 from contextengine.tools.context import ToolContext

@@ -178,7 +178,7 @@ import sys
 from contextengine.config import Config
 from contextengine.workers.engine import run_worker
 
-run_worker(Config(broker=sys.argv[1]), lambda meta: None, 1)
+run_worker(Config(broker=sys.argv[1], worker_redelivery_s=3.0), lambda meta: None, 1)
 """
 
 
@@ -202,7 +202,7 @@ def test_a_worker_that_stops_on_an_unrecoverable_error_is_started_again(
         with redis_client.Redis.from_url(broker) as client:
             for n in (1, 2):
                 client.lpush(QUEUE, b"not a message {")
-                worker.wait_for(r"(starting it again[\s\S]*){%d}ready\." % n)
+                worker.wait_for(rf"(starting it again[\s\S]*){{{n}}}ready\.")
         assert started.poll() is None
         text = log.read_text()
         assert text.count("Unrecoverable error: JSONDecodeError") == 2, text[-3000:]

@@ -39,9 +39,11 @@ def other_sockets(
                     if entry.is_dir(follow_symlinks=False):
                         if entry.path not in skip:
                             folders.append(entry.path)
-                    elif stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
-                        if entry.path not in allowed:
-                            found.append(entry.path)
+                    elif (
+                        stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode)
+                        and entry.path not in allowed
+                    ):
+                        found.append(entry.path)
                 except OSError:
                     continue  # gone meanwhile
     return sorted(found)
