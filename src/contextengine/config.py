@@ -433,9 +433,12 @@ class _EnvSource(EnvSettingsSource):
                 return json.loads(value)
             except json.JSONDecodeError:
                 return value  # the setting's validator names the problem and the variable
+        if field_name == "sandbox_unix_sockets" and str(value).strip().lower() in _BOOL_TEXT:
+            return value  # the true/false form, not a socket named "true"
         return tuple(part.strip() for part in str(value).split(",") if part.strip())
 
 
+_BOOL_TEXT = frozenset({"true", "false", "1", "0", "yes", "no", "on", "off"})
 _NOT_SETTINGS = TOOLING_ENV | {CONFIG_ENV}
 
 
