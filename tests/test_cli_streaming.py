@@ -133,7 +133,10 @@ def test_stream_json_is_one_event_a_line_as_they_happen(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_stops_the_turn_and_says_how_to_resume(tmp_path: Path) -> None:
-    with FakeModelServer("openai", [{"content": ANSWER}], event_delay_s=1.0, pieces=40) as server:
+    # Ctrl-C while the model answers: the reply's tool call (streamed after its text) never runs
+    call = {"name": "file_write", "arguments": {"path": "stop.txt", "content": "ran"}}
+    reply = {"content": ANSWER, "tool_calls": [call]}
+    with FakeModelServer("openai", [reply], event_delay_s=1.0, pieces=40) as server:
         watched = Watched(run_args(server, tmp_path), cli_env(terminal=False))
         deadline = time.monotonic() + 60
         while not server.requests and time.monotonic() < deadline:
@@ -147,6 +150,7 @@ def test_ctrl_c_stops_the_turn_and_says_how_to_resume(tmp_path: Path) -> None:
     assert "Stopped. Continue with: contextengine run --resume " in out
     session = out.split("--resume ", 1)[1].split()[0]
     assert (Path(session) / "session.json").is_file()
+    assert not (tmp_path / "stop.txt").exists()
 
 
 def test_session_commands_show_context_cost_plan_and_compact(tmp_path: Path) -> None:

@@ -148,3 +148,21 @@ def test_the_error_names_the_source_holding_the_bad_value(bad_in, bad, good):
         "cli": "--keep-rounds: ",
     }[bad_in]
     assert str(info.value).startswith(expected)
+
+
+def test_sandbox_unix_sockets_is_false_true_or_a_list_from_a_file_or_the_environment(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "c.toml").write_text('sandbox_unix_sockets = ["/run/db.sock", "x.sock"]\n')
+    assert Config.load(tmp_path / "c.toml", env={}).sandbox_unix_sockets == (
+        "/run/db.sock",
+        "x.sock",
+    )
+    variable = "CONTEXTENGINE_SANDBOX_UNIX_SOCKETS"
+    assert Config.load(env={variable: "true"}).sandbox_unix_sockets is True
+    assert Config.load(env={variable: "off"}).sandbox_unix_sockets is False
+    assert Config.load(env={variable: "a.sock, b.sock"}).sandbox_unix_sockets == (
+        "a.sock",
+        "b.sock",
+    )
+    assert Config().sandbox_unix_sockets is False

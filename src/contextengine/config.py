@@ -189,10 +189,12 @@ class Config(BaseSettings):
 
     sandbox: bool = Field(True, description="Run shell_exec in a bubblewrap (bwrap) sandbox.")
     sandbox_network: bool = Field(False, description="Let sandboxed commands use the network.")
-    sandbox_unix_sockets: bool = Field(
+    sandbox_unix_sockets: bool | tuple[str, ...] = Field(
         False,
-        description="Let sandboxed commands make unix-domain sockets (e.g. to reach a database "
-        "socket in the workspace); off, a seccomp filter refuses them.",
+        description="Unix-domain sockets sandboxed commands may reach: false (none: a seccomp "
+        "filter refuses them), true (all), or a list of socket paths (absolute or relative to "
+        "the workspace; every other socket file in the workspace is masked when a command "
+        "starts).",
     )
     sandbox_read_only_paths: tuple[str, ...] = Field(
         (), description="Extra host paths sandboxed commands may read (not write)."
@@ -438,9 +440,12 @@ class _EnvSource(EnvSettingsSource):
                 return json.loads(value)
             except json.JSONDecodeError:
                 return value  # the setting's validator names the problem and the variable
+        if field_name == "sandbox_unix_sockets" and str(value).strip().lower() in _BOOL_TEXT:
+            return value  # the true/false form, not a socket named "true"
         return tuple(part.strip() for part in str(value).split(",") if part.strip())
 
 
+_BOOL_TEXT = frozenset({"true", "false", "1", "0", "yes", "no", "on", "off"})
 _NOT_SETTINGS = TOOLING_ENV | {CONFIG_ENV}
 
 

@@ -7,6 +7,7 @@ of asking for such a socket (the plain call, the family with high bits set, io_u
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import shlex
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from contextengine import Config
+from contextengine.toolkit import unix_sockets
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.sandbox import SandboxPolicy
 from contextengine.toolkit.workspace import Workspace
@@ -39,20 +41,27 @@ print(s.recv(16).decode().strip())
 """
 
 
-@pytest.fixture
-def server(root: Path) -> Iterator[Path]:
-    """A unix-socket server in the workspace that answers every connection with ``pong``."""
+@contextlib.contextmanager
+def pong_server(path: Path) -> Iterator[Path]:
+    """A unix-socket server at ``path`` that answers every connection with ``pong``."""
 
     class Pong(socketserver.BaseRequestHandler):
         def handle(self) -> None:
             self.request.sendall(b"pong\n")
 
-    path = root / "db.sock"
+    path.parent.mkdir(parents=True, exist_ok=True)
     with socketserver.ThreadingUnixStreamServer(str(path), Pong) as listening:
         thread = threading.Thread(target=listening.serve_forever, daemon=True)
         thread.start()
         yield path
         listening.shutdown()
+
+
+@pytest.fixture
+def server(root: Path) -> Iterator[Path]:
+    """A unix-socket server in the workspace, as a dev database or a git fsmonitor would run."""
+    with pong_server(root / "db.sock") as path:
+        yield path
 
 
 def shell(root: Path, command: str, policy: SandboxPolicy | None) -> ToolOutcome:
@@ -111,3 +120,31 @@ def test_unix_sockets_when_configured(root: Path, server: Path) -> None:
     assert out.data["stdout"].strip() == "pong"
     default = SandboxPolicy.from_config(Config())
     assert default is not None and not default.unix_sockets
+
+
+def test_named_sockets_are_reached_and_every_other_one_in_the_workspace_is_not(
+    root: Path, server: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("run") / "agent.sock"
+    with pong_server(root / "sub" / "git.sock") as other, pong_server(outside):
+        policy = SandboxPolicy.from_config(Config(sandbox_unix_sockets=["db.sock", str(outside)]))
+        assert policy is not None and policy.unix_socket_paths == ("db.sock", str(outside))
+        assert not policy.unix_sockets
+        for named in (server.name, str(outside)):
+            assert shell(root, python(CLIENT, named), policy).data["stdout"].strip() == "pong"
+        refused = shell(root, python(CLIENT, str(other)), policy)
+        assert "pong" not in refused.data["stdout"]
+        assert "ConnectionRefusedError" in refused.data["stderr"]
+        # the unsandboxed control: the masked one does answer
+        assert shell(root, python(CLIENT, str(other)), None).data["stdout"].strip() == "pong"
+
+
+def test_a_workspace_too_big_to_search_for_sockets_is_refused(
+    root: Path, server: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(5):
+        (root / f"f{n}.txt").write_text("x")
+    monkeypatch.setattr(unix_sockets, "MAX_SCAN_ENTRIES", 3)
+    policy = SandboxPolicy.from_config(Config(sandbox_unix_sockets=["db.sock"]))
+    out = shell(root, python(CLIENT, server.name), policy)
+    assert out.error is not None and "too many to find the unix sockets" in out.error.message

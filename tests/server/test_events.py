@@ -189,7 +189,7 @@ def test_cancel_stops_the_turn_at_its_next_step_and_the_session_goes_on(
         stop = client.post(f"/api/sessions/{sid}/cancel")
         assert stop.status_code == 202
         assert stop.json()["cancelling"] is True
-        gate.allowed.release()  # the step in flight finishes: its tool call runs
+        gate.allowed.release()  # the reply in flight arrives: its tool call is not run
         poster.join(timeout=30)
         events = results["first"]
         assert [e.event for e in events if e.event in {"tool_call", "tool_result", "done"}] == [
@@ -200,7 +200,9 @@ def test_cancel_stops_the_turn_at_its_next_step_and_the_session_goes_on(
         result = events[-1].data["result"]
         assert result["status"] == "cancelled"
         assert result["steps"] == 1
-        assert (workspace / "notes.txt").read_text() == "hello\n"
+        assert not (workspace / "notes.txt").exists()
+        (answered,) = [e for e in events if e.event == "tool_result"]
+        assert "Not run: the turn was cancelled." in answered.data["preview"]
         assert client.get(f"/api/sessions/{sid}").json()["busy"] is False
 
         entries = client.get(f"/api/sessions/{sid}/history").json()["entries"]

@@ -12,12 +12,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
 
-from contextengine.server.guard import FREE_FAILURES
+from contextengine.server.guard import FREE_FAILURES, MAX_HELD
 from contextengine.server.protocol import HEADER_TIMEOUT_S
 
 from .live import LiveServer, scripted_app
@@ -63,19 +64,44 @@ def _url_and_token(process: subprocess.Popen[bytes], log: Path) -> tuple[str, st
     raise AssertionError(log.read_text())
 
 
-def test_wrong_tokens_are_throttled_and_a_right_one_starts_over(server: LiveServer) -> None:
+def _timed_get(url: str, headers: dict[str, str]) -> tuple[httpx.Response, float]:
+    began = time.monotonic()
+    response = httpx.get(url, headers=headers, timeout=30)
+    return response, time.monotonic() - began
+
+
+def test_wrong_tokens_are_held_while_the_right_one_passes_at_once(server: LiveServer) -> None:
     url = server.url + "/api/sessions"
     wrong = {"Authorization": "Bearer wrong"}
-    for _ in range(FREE_FAILURES + 1):
-        assert httpx.get(url, headers=wrong).status_code == 401
-    locked = httpx.get(url, headers=wrong)
-    assert locked.status_code == 429 and int(locked.headers["retry-after"]) >= 1
-    # while locked out, no token is looked at: not even the right one gets in
-    assert httpx.get(url, headers=server.auth).status_code == 429
-    assert httpx.get(f"{server.url}/?token={server.token}").status_code == 429
-    time.sleep(1.1)
+    for _ in range(FREE_FAILURES):
+        assert _timed_get(url, wrong)[0].status_code == 401
+    with ThreadPoolExecutor(1) as pool:
+        guess = pool.submit(_timed_get, url, wrong)  # the first past the free ones: held 1 s
+        time.sleep(0.3)
+        right, took = _timed_get(url, server.auth)
+        assert right.status_code == 200 and took < 0.5, took
+        assert httpx.get(f"{server.url}/?token={server.token}").status_code == 303
+        answer, waited = guess.result()
+    assert answer.status_code == 429 and waited >= 0.9, waited
+    # the right token did not give the guesser its free failures back: the next one waits 2 s
+    answer, waited = _timed_get(url, wrong)
+    assert answer.status_code == 429 and waited >= 1.9, waited
+
+
+def test_an_address_with_held_answers_is_refused_unread(server: LiveServer) -> None:
+    url = server.url + "/api/sessions"
+    wrong = {"Authorization": "Bearer wrong"}
+    for _ in range(FREE_FAILURES):
+        assert _timed_get(url, wrong)[0].status_code == 401
+    with ThreadPoolExecutor(MAX_HELD) as pool:
+        guesses = [pool.submit(_timed_get, url, wrong) for _ in range(MAX_HELD)]
+        time.sleep(0.5)
+        # an immediate answer would tell a right guess from a wrong one: not even the right
+        # token is looked at while the address has its held answers waiting
+        refused = httpx.get(url, headers=server.auth)
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+        assert all(g.result()[0].status_code == 429 for g in guesses)
     assert httpx.get(url, headers=server.auth).status_code == 200
-    assert httpx.get(url, headers=wrong).status_code == 401  # counting starts over
 
 
 def test_pages_forbid_framing_referrers_and_foreign_scripts_and_no_schema_is_served(

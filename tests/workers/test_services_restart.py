@@ -5,6 +5,9 @@ recorded twice."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -14,12 +17,16 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis as redis_client
 
+from contextengine.workers.engine import QUEUE
 from server.live import Sse, parse_sse
 from support.postgres import Postgres
 from support.redis import Redis
 
-from .cluster import Cluster, Replica, sleeping_script
+from .cluster import Cluster, Process, Replica, sleeping_script
+
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 SESSIONS = 4
 TURNS = 2
@@ -164,3 +171,42 @@ def test_a_redis_restart_mid_turn_keeps_every_worker_running(
     cluster: Cluster, redis: Redis
 ) -> None:
     _restart_mid_turn(cluster, lambda: redis.restart(down_s=2.0))
+
+
+WORKER = """
+import sys
+from contextengine.config import Config
+from contextengine.workers.engine import run_worker
+
+run_worker(Config(broker=sys.argv[1], worker_redelivery_s=3.0), lambda meta: None, 1)
+"""
+
+
+@pytest.mark.slow
+def test_a_worker_that_stops_on_an_unrecoverable_error_is_started_again(
+    redis: Redis, tmp_path: Path
+) -> None:
+    # A real fault Celery does not survive: a message in the queue that is not JSON (another
+    # program's write, a torn one) makes its consumer raise, and the worker stops "on an
+    # unrecoverable error" with exit code 1. ``run_worker`` starts it again, each time.
+    broker = redis.database(5)
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as out:
+        started = subprocess.Popen(
+            [sys.executable, "-c", WORKER, broker], stdout=out, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(SRC)},
+        )  # fmt: skip
+    worker = Process("worker", started, log)
+    try:
+        worker.wait_for(r"ready\.")
+        with redis_client.Redis.from_url(broker) as client:
+            for n in (1, 2):
+                client.lpush(QUEUE, b"not a message {")
+                worker.wait_for(rf"(starting it again[\s\S]*){{{n}}}ready\.")
+        assert started.poll() is None
+        text = log.read_text()
+        assert text.count("Unrecoverable error: JSONDecodeError") == 2, text[-3000:]
+        started.terminate()  # a shutdown signal ends it for good
+        assert started.wait(timeout=30) == 0
+    finally:
+        worker.stop()

@@ -278,9 +278,9 @@ class Agent:
     ) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``.
 
-        Setting ``cancel`` stops the turn before its next step (the reply answered when
-        it was set has its calls run; set during them, the calls not started yet get a
-        "not run" result): it ends with ``Done`` and status ``cancelled``.
+        Setting ``cancel`` stops the turn before its next step: the calls of a reply not
+        started yet when it is set (all of them if it was set while the model answered) are
+        recorded with a "not run" result; the turn ends with ``Done`` and status ``cancelled``.
         ``recorded_at``: the turn's user entry is already recorded at this index (a turn
         a dead worker began): continue it from the record instead of appending it again.
         """

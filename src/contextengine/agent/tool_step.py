@@ -132,22 +132,22 @@ class ToolStep:
         """Run a reply's calls in order; returns the reboot prompt a 3-strike rule asks for.
 
         A call past ``MAX_CALLS_PER_REPLY`` is not run: its result is an error naming the
-        cap and the ``dropped`` calls after it. A ``cancel`` set while the batch runs
-        gives the calls left an error result instead of running them (it waits for one
-        call, not the batch); one set before, while the model answered, lets the batch run.
+        cap and the ``dropped`` calls after it. Once ``cancel`` is set - while the model
+        answered or while the batch runs - the calls left get a "not run" result instead of
+        running (a cancel waits for at most the one call running, not the batch), so the
+        history stays valid for the provider and for crash-resume.
         Nothing may stand between a reply's tool calls and their results on the wire, so
         the hooks' entries are appended after the whole batch has run.
         """
         deferred: list[Entry] = []
         reboot: str | None = None
-        cancelled_before = cancel is not None and cancel.is_set()
         for number, recorded in enumerate(calls, 1):
             call = recorded.as_call()
             before = self.harness.before_tool(call)
             deferred.extend(before.entries)
             yield from before.events
             refused = _over_cap(len(calls) + dropped) if number > MAX_CALLS_PER_REPLY else None
-            if cancel is not None and cancel.is_set() and not cancelled_before:
+            if cancel is not None and cancel.is_set():
                 refused = _CANCELLED
             hook = yield from self.run(call, mask, live, refused)
             deferred.extend(hook.entries)

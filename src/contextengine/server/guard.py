@@ -6,15 +6,22 @@ that page's domain). So every request must name an allowed host, a request from 
 page must come from the server's own origin, every ``/api`` call must carry the token, and
 no body may exceed the size limit. Each refusal is a JSON ``{"error": ...}``.
 
-Wrong tokens are throttled per client address: after ``FREE_FAILURES`` wrong tokens the
-client is refused (429, ``Retry-After``) for 1 s, doubling with each further failure up to
-``MAX_LOCKOUT_S``, without its token being looked at; a right token clears the count.
+Wrong tokens are throttled per client address, and only wrong tokens: the right one always
+passes at once (the user's browser and a guessing script share 127.0.0.1). After
+``FREE_FAILURES`` wrong tokens, each further one is answered (429) only after a lockout of
+1 s, doubling with each failure up to ``MAX_LOCKOUT_S``, and at most ``MAX_HELD`` such
+answers wait per address: more requests from it meanwhile are refused at once without their
+token being looked at (else an immediate answer would tell a right guess from a wrong one).
+So an address tests at most ``MAX_HELD`` tokens per lockout. A right token does not clear the
+count (a guesser would get its free failures back with each request of the user); an address
+with no wrong token for ``MAX_LOCKOUT_S`` after its lockout starts over.
 Every response carries headers that keep pages from being framed, leaking the address (and
 so a ``?token=``) as a referrer, or running scripts from anywhere but the server.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Iterable
@@ -33,6 +40,7 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 FREE_FAILURES = 10
 MAX_LOCKOUT_S = 60.0
+MAX_HELD = 3  # wrong-token answers held at once per address
 MAX_CLIENTS_TRACKED = 10_000
 SECURITY_HEADERS = (
     (
@@ -74,31 +82,65 @@ class GuardSettings:
 
 
 @dataclass
+class _Client:
+    """One address's wrong tokens: how many, the last one, its lockout, answers held."""
+
+    failures: int = 0
+    last_failure: float = 0.0
+    locked_until: float = 0.0
+    held: int = 0
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A request refused: status and message; a wrong token's answer may wait ``hold_s``."""
+
+    status: int
+    message: str
+    hold_s: float = 0.0
+    retry_after_s: float | None = None
+
+
+@dataclass
 class Throttle:
-    """Wrong-token counts per client address, and until when each client is locked out."""
+    """Wrong-token counts, lockouts and held answers per client address."""
 
-    failures: dict[str, int] = field(default_factory=dict)
-    locked_until: dict[str, float] = field(default_factory=dict)
+    clients: dict[str, _Client] = field(default_factory=dict)
 
-    def wait_s(self, client: str) -> float:
-        """Seconds ``client`` must still wait before its token is looked at (0: none)."""
-        return max(0.0, self.locked_until.get(client, 0.0) - time.monotonic())
+    def crowded_s(self, client: str) -> float | None:
+        """While ``client`` has ``MAX_HELD`` answers waiting, the seconds its lockout still
+        lasts (its request is refused unread); else ``None``."""
+        record = self.clients.get(client)
+        if record is None or record.held < MAX_HELD:
+            return None
+        return max(1.0, record.locked_until - time.monotonic())
 
-    def failed(self, client: str) -> None:
-        """Count a wrong token; lock the client out once it is past its free failures."""
-        if client not in self.failures and len(self.failures) >= MAX_CLIENTS_TRACKED:
-            self.failures.clear()  # a flood of addresses: start over rather than grow
-            self.locked_until.clear()
-        count = self.failures.get(client, 0) + 1
-        self.failures[client] = count
-        if count > FREE_FAILURES:
-            lockout = min(MAX_LOCKOUT_S, 2.0 ** (count - FREE_FAILURES - 1))
-            self.locked_until[client] = time.monotonic() + lockout
+    def failed(self, client: str) -> float:
+        """Count a wrong token: the seconds its answer must wait (0 within the free ones)."""
+        now = time.monotonic()
+        record = self.clients.get(client)
+        if record is None:
+            if len(self.clients) >= MAX_CLIENTS_TRACKED:
+                self.clients.clear()  # a flood of addresses: start over rather than grow
+            record = self.clients[client] = _Client()
+        if now > max(record.last_failure, record.locked_until) + MAX_LOCKOUT_S:
+            record.failures = 0  # quiet long enough: start over
+        record.failures += 1
+        record.last_failure = now
+        if record.failures <= FREE_FAILURES:
+            return 0.0
+        lockout = min(MAX_LOCKOUT_S, 2.0 ** (record.failures - FREE_FAILURES - 1))
+        record.locked_until = now + lockout
+        return lockout
 
-    def succeeded(self, client: str) -> None:
-        """A right token: the client starts over."""
-        self.failures.pop(client, None)
-        self.locked_until.pop(client, None)
+    async def hold(self, client: str, seconds: float) -> None:
+        """Wait ``seconds`` as one of ``client``'s held answers."""
+        record = self.clients.setdefault(client, _Client())
+        record.held += 1
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            record.held -= 1
 
 
 def host_name(host_header: str) -> str:
@@ -126,11 +168,11 @@ class Guard:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         refusal = self._refusal(scope, headers)
         if refusal is not None:
-            status, message = refusal
-            response = error_response(status, message)
-            if status == 429:
-                wait = self.throttle.wait_s(_client(scope))
-                response.headers["retry-after"] = str(max(1, round(wait)))
+            if refusal.hold_s > 0:
+                await self.throttle.hold(_client(scope), refusal.hold_s)
+            response = error_response(refusal.status, refusal.message)
+            if refusal.retry_after_s is not None:
+                response.headers["retry-after"] = str(max(1, round(refusal.retry_after_s)))
             await response(scope, receive, send)
             return
         if scope["method"] in BODY_METHODS:
@@ -145,16 +187,17 @@ class Guard:
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
-    def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
+    def _refusal(self, scope: Scope, headers: dict[str, str]) -> Refusal | None:
         host = headers.get("host", "")
         if host_name(host) not in self.settings.allowed_hosts:
-            return 403, (
+            return Refusal(
+                403,
                 f"host {host!r} is not allowed: use localhost, 127.0.0.1, the address the "
-                "server listens on, or add the name to server_allowed_hosts (--allow-host)"
+                "server listens on, or add the name to server_allowed_hosts (--allow-host)",
             )
         origin = headers.get("origin")
         if origin is not None and not _same_origin(origin, host):
-            return 403, f"origin {origin!r} may not use this server (cross-site request)"
+            return Refusal(403, f"origin {origin!r} may not use this server (cross-site request)")
         path: str = scope["path"]
         is_api = path == "/api" or path.startswith("/api/")
         if is_api:
@@ -164,14 +207,25 @@ class Guard:
         else:
             return None
         client = _client(scope)
-        wait = self.throttle.wait_s(client)
-        if wait > 0:
-            return 429, f"too many wrong API tokens from this address: wait {wait:.0f} s"
-        if not self.settings.token_matches(presented):
-            self.throttle.failed(client)
-            return 401, NO_TOKEN
-        self.throttle.succeeded(client)
-        return None
+        crowded = self.throttle.crowded_s(client)
+        if crowded is not None:
+            return Refusal(
+                429,
+                f"too many wrong API tokens from this address: {MAX_HELD} answers are "
+                f"waiting; try again in {crowded:.0f} s",
+                retry_after_s=crowded,
+            )
+        if self.settings.token_matches(presented):
+            return None
+        hold = self.throttle.failed(client)
+        if hold == 0:
+            return Refusal(401, NO_TOKEN)
+        return Refusal(
+            429,
+            f"too many wrong API tokens from this address: this answer waited {hold:.0f} s, "
+            f"each further wrong token doubles that (up to {MAX_LOCKOUT_S:.0f} s). {NO_TOKEN}",
+            hold_s=hold,
+        )
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes | None:
         """The whole body, or ``None`` as soon as it is known to exceed the limit."""

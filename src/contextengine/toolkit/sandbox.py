@@ -3,8 +3,9 @@
 The command sees the workspace read-write at its real path, the system directories programs
 need read-only, a fresh read-only ``/proc`` and fresh ``/dev`` and ``/tmp``; every other host
 path is absent, and the session folders inside the workspace (the session tree's root, and
-its memory database) are covered by empty read-only mounts. It gets no network (unless allowed), no unix-domain sockets (a seccomp filter, unless
-allowed: see ``seccomp``), a minimal environment, no capabilities, and rlimits on CPU time,
+its memory database) are covered by empty read-only mounts. It gets no network (unless
+allowed), no unix-domain sockets (a seccomp filter, unless all are allowed; with named ones,
+the others in the workspace masked: see ``unix_sockets``), a minimal environment, no capabilities, and rlimits on CPU time,
 memory and file size. It runs in its own pid namespace, and
 ``ConfinedProcess.end`` waits until the namespace's pid 1 has taken every process the
 command started down with it.
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from contextengine.toolkit.seccomp import FilterUnavailable, no_unix_sockets
+from contextengine.toolkit.unix_sockets import MAX_SCAN_ENTRIES, other_sockets
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -53,7 +55,7 @@ class SandboxSettings(Protocol):
     @property
     def sandbox_file_size_mb(self) -> int: ...
     @property
-    def sandbox_unix_sockets(self) -> bool: ...
+    def sandbox_unix_sockets(self) -> bool | Sequence[str]: ...
     @property
     def sandbox_bwrap(self) -> str: ...
 
@@ -73,7 +75,8 @@ class SandboxPolicy:
     cpu_s: int = 600
     file_size_mb: int = 1024
     bwrap: str = "bwrap"
-    unix_sockets: bool = False
+    unix_sockets: bool = False  # every one (no filter, nothing masked)
+    unix_socket_paths: tuple[str, ...] = ()  # only these (workspace-relative or absolute)
 
     @classmethod
     def from_config(
@@ -90,7 +93,8 @@ class SandboxPolicy:
             cpu_s=config.sandbox_cpu_s,
             file_size_mb=config.sandbox_file_size_mb,
             bwrap=config.sandbox_bwrap,
-            unix_sockets=config.sandbox_unix_sockets,
+            unix_sockets=config.sandbox_unix_sockets is True,
+            unix_socket_paths=_named(config.sandbox_unix_sockets),
         )
 
 
@@ -136,9 +140,14 @@ def confine(
     return ConfinedCommand(tuple(args), env, limits, _seccomp(policy))
 
 
+def _named(setting: bool | Sequence[str]) -> tuple[str, ...]:
+    """The sockets ``sandbox_unix_sockets`` names (none for its true/false forms)."""
+    return () if isinstance(setting, bool) else tuple(setting)
+
+
 def _seccomp(policy: SandboxPolicy) -> bytes | None:
-    """The filter program refusing unix sockets, unless the policy allows them."""
-    if policy.unix_sockets:
+    """The filter program refusing unix sockets, unless the policy allows all or names some."""
+    if policy.unix_sockets or policy.unix_socket_paths:
         return None
     try:
         return no_unix_sockets()
@@ -281,6 +290,10 @@ def _mounts(policy: SandboxPolicy, workspace: Path) -> list[str]:
         mounts.append((resolver, ["--ro-bind-try", resolver, resolver]))
     for path in map(os.path.abspath, policy.read_only_paths):
         mounts.append((path, ["--ro-bind", path, path]))
+    named = [os.path.join(workspace, path) for path in policy.unix_socket_paths]
+    for path in named:
+        if not Path(path).is_relative_to(workspace):
+            mounts.append((path, ["--bind-try", path, path]))  # not there yet: not reachable
     mounts.append((str(workspace), ["--bind", str(workspace), str(workspace)]))
     mounts.sort(key=lambda mount: len(Path(mount[0]).parts))
     args = [arg for _, mount in mounts for arg in mount]
@@ -294,5 +307,18 @@ def _mounts(policy: SandboxPolicy, workspace: Path) -> list[str]:
         elif hidden.is_file():
             covered.append(hidden)
             args += ["--ro-bind", os.devnull, str(hidden)]
+    if named and not policy.unix_sockets:
+        args += _masked_sockets(workspace, named, covered)
     # The sandbox's own root (where bwrap made the mount points) becomes read-only last.
     return [*args, "--remount-ro", "/"]
+
+
+def _masked_sockets(workspace: Path, named: Sequence[str], covered: Sequence[Path]) -> list[str]:
+    """``/dev/null`` over every socket file in the workspace but the ``named`` ones."""
+    others = other_sockets(str(workspace), named, map(str, covered))
+    if others is None:
+        raise SandboxUnavailable(
+            f"the workspace has over {MAX_SCAN_ENTRIES} entries, too many to find the unix "
+            "sockets sandbox_unix_sockets does not name: set it to true (all) or false (none)"
+        )
+    return [arg for path in others for arg in ("--ro-bind", os.devnull, path)]

@@ -7,8 +7,12 @@ Workers take one message at a time per thread (no prefetch hoarding behind a slo
 
 A broker that goes away (Redis restarted) is waited for, however long: the consumer retries
 its connection without a limit (Celery's default gives up after 100 attempts and the worker
-exits), and a worker that still stops on an error it calls unrecoverable is started again in
-the same process by ``run_worker``; only a shutdown signal ends it. A turn running meanwhile
+exits). Celery 5.7 is required: on 5.6 the consumer reconnecting after a restart could trip
+over the dropped connection's leftovers (a stale fd, timer or channel whose connection is
+gone: "Unrecoverable error: AttributeError('NoneType' object has no attribute 'hostname')"
+or ``KeyError(<fd>)``) and stop. A worker that still stops on an error Celery calls
+unrecoverable (a message in the queue that is not JSON is one) is started again in the
+same process by ``run_worker``; only a shutdown signal ends it. A turn running meanwhile
 finishes (its events go to PostgreSQL, not the broker); its message, not acknowledged on the
 lost connection, comes back and is skipped as done (see ``turns.run_turn``).
 """
@@ -92,15 +96,6 @@ def run_worker(config: Config, provider_for: ProviderFor, concurrency: int) -> N
             # being away: try again later rather than leave the turn open for good.
             raise task.retry(exc=exc, countdown=STORE_RETRY_S, max_retries=None) from None
 
-    argv = [
-        "worker",
-        "--pool=threads",
-        f"--concurrency={concurrency}",
-        f"--queues={QUEUE}",
-        "--loglevel=INFO",
-        "--without-gossip",
-        "--without-mingle",
-    ]
     from celery.signals import worker_shutting_down
 
     stopping = threading.Event()  # set by a shutdown signal (SIGTERM, SIGINT, SIGQUIT)
@@ -110,7 +105,19 @@ def run_worker(config: Config, provider_for: ProviderFor, concurrency: int) -> N
 
     worker_shutting_down.connect(on_shutdown, weak=False)
     while True:
-        code = app.start(argv)
+        # ``app.Worker`` as ``celery worker`` builds it, but its exit code is ours to read:
+        # ``app.start(argv)`` returns None whatever the worker's exit code (click hands the
+        # code back in non-standalone mode and Celery drops it), so it cannot say "failed".
+        worker = app.Worker(
+            pool_cls="threads",
+            concurrency=concurrency,
+            queues=QUEUE,
+            loglevel="INFO",
+            without_gossip=True,
+            without_mingle=True,
+        )
+        worker.start()
+        code = worker.exitcode
         if stopping.is_set() or not code:
             return
         logger.error("the worker stopped on an error (exit %s); starting it again", code)
