@@ -17,7 +17,7 @@ def test_defaults():
         10,
         "full",
     )
-    assert all(c.flag(f) for f in COMPONENT_FLAGS)
+    assert all(getattr(c.flags, f) for f in COMPONENT_FLAGS)
 
 
 def test_load_toml_and_yaml(tmp_path):
@@ -25,10 +25,10 @@ def test_load_toml_and_yaml(tmp_path):
         "context_window = 32000\ndiversity = false\nhistory_mode = 'full'\n"
     )
     c = Config.load(tmp_path / "c.toml", env={})
-    assert c.context_window == 32000 and not c.flag("diversity") and c.history_mode == "full"
+    assert c.context_window == 32000 and not c.flags.diversity and c.history_mode == "full"
     (tmp_path / "c.yaml").write_text("keep_rounds: 4\ncompaction: false\n")
     c = Config.load(tmp_path / "c.yaml", env={})
-    assert c.keep_rounds == 4 and not c.flag("compaction")
+    assert c.keep_rounds == 4 and not c.flags.compaction
 
 
 def test_env_overrides_file(tmp_path):
@@ -37,7 +37,7 @@ def test_env_overrides_file(tmp_path):
         tmp_path / "c.toml",
         env={"CONTEXTENGINE_DIVERSITY": "yes", "CONTEXTENGINE_KEEP_ROUNDS": "3"},
     )
-    assert c.flag("diversity") and c.keep_rounds == 3
+    assert c.flags.diversity and c.keep_rounds == 3
 
 
 def test_config_file_from_env_variable(tmp_path):
@@ -47,7 +47,7 @@ def test_config_file_from_env_variable(tmp_path):
 
 def test_master_switch_turns_every_component_off():
     c = Config(enabled=False)
-    assert not any(c.flag(f) for f in COMPONENT_FLAGS)
+    assert not any(getattr(c.flags, f) for f in COMPONENT_FLAGS)
     assert c.effective_history_mode == "full"
 
 
@@ -91,7 +91,7 @@ def test_missing_file_is_a_clear_error(tmp_path):
 
 
 def test_with_flags_validates():
-    assert not Config().with_flags(recitation=False).flag("recitation")
+    assert not Config().with_flags(recitation=False).flags.recitation
     with pytest.raises(ConfigError):
         Config().with_flags(recitaton=False)
 

@@ -40,6 +40,7 @@ import anthropic
 
 from contextengine.context.request import Request
 from contextengine.errors import BrokenReplyError, ProviderError
+from contextengine.prices import DEFAULT_CACHE_LIFETIME_S
 from contextengine.providers.anthropic_stream import THINKING_BLOCKS, Block, MessageAccumulator
 from contextengine.providers.base import StreamingProvider
 from contextengine.providers.http_errors import sdk_error
@@ -108,6 +109,7 @@ class AnthropicProvider(StreamingProvider):
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self.cache_control = cache_control(cache_ttl)
+        self.cache_lifetime_s = 3_600.0 if cache_ttl == "1h" else DEFAULT_CACHE_LIFETIME_S
         self._params = {**anthropic_generation(generation), **params}
         self._client = anthropic.Anthropic(
             api_key=require_api_key(api_key, "ANTHROPIC_API_KEY", "anthropic"),

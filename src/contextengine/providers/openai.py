@@ -37,6 +37,7 @@ from contextengine.providers.wire import (
     read_stream,
     require_api_key,
     resolve_tool_choice,
+    retention_lifetime_s,
     text_field,
     token_count,
 )
@@ -88,6 +89,7 @@ class OpenAIProvider(StreamingProvider):
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self._params = {**chat_generation(generation or Generation()), **params}
+        self.cache_lifetime_s = retention_lifetime_s(params.get("prompt_cache_retention"))
         self._client = openai.OpenAI(
             api_key=require_api_key(api_key, "OPENAI_API_KEY", "openai"),
             base_url=base_url,

@@ -39,6 +39,7 @@ from contextengine.providers.wire import (
     read_stream,
     require_api_key,
     resolve_tool_choice,
+    retention_lifetime_s,
     text_field,
     token_count,
 )
@@ -114,6 +115,7 @@ class OpenAIResponsesProvider(StreamingProvider):
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self.prompt_cache_retention = prompt_cache_retention
+        self.cache_lifetime_s = retention_lifetime_s(prompt_cache_retention)
         self.encrypted_reasoning = encrypted_reasoning
         self._params = {**responses_generation(generation or Generation()), **params}
         self._client = openai.OpenAI(

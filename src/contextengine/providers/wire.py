@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 from contextengine.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.errors import BrokenReplyError, ConfigError, MissingAPIKeyError, ProviderError
+from contextengine.prices import DEFAULT_CACHE_LIFETIME_S
 from contextengine.session.render import PROVIDER_ITEMS
 from contextengine.text import one_line as single_line
 from contextengine.types import ReasoningEffort, ReplyEvent
@@ -184,3 +185,9 @@ def token_count(value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise TypeError(f"expected a token count, got {value!r:.40}")
     return value
+
+
+def retention_lifetime_s(retention: object) -> float:
+    """How long OpenAI keeps an idle prompt cache under ``prompt_cache_retention``: a day
+    with ``24h``, else its default few minutes."""
+    return 86_400.0 if retention == "24h" else DEFAULT_CACHE_LIFETIME_S
