@@ -205,17 +205,7 @@ class AgentParts:
             externalizer=externalizer,
             processor=_processor(config, externalizer, toolset, session),
             harness=harness
-            or build_harness(
-                session=session,
-                memory=memory,
-                workspace=tool_context.workspace,
-                config=config.settings(HarnessSettings),
-                model=getattr(provider, "model", ""),
-                injectors=injectors,
-                traits=toolset.traits,
-                tool_names=toolset.names,
-                call_traits=getattr(toolset, "call_traits", None),
-            ),
+            or _harness(config, provider, session, memory, tool_context, toolset, injectors),
             compactor=Compactor(
                 session, config.settings(CompactionSettings), display, gauge.of_chunks
             ),
@@ -248,6 +238,29 @@ def pruner_of(
         config.cache_expiry_s, config.cache_read_price, config.cache_write_price
     )
     return Pruner(session, config.settings(PruneSettings), externalizer, policy)
+
+
+def _harness(
+    config: Config,
+    provider: Provider,
+    session: Session,
+    memory: WorkingMemory,
+    tool_context: ToolContext,
+    toolset: ToolRunner,
+    injectors: Sequence[Injector],
+) -> Harness:
+    """The default harness of the session (``build_harness``), with its settings."""
+    return build_harness(
+        session=session,
+        memory=memory,
+        workspace=tool_context.workspace,
+        config=config.settings(HarnessSettings),
+        model=getattr(provider, "model", ""),
+        injectors=injectors,
+        traits=toolset.traits,
+        tool_names=toolset.names,
+        call_traits=getattr(toolset, "call_traits", None),
+    )
 
 
 def _processor(

@@ -405,6 +405,12 @@ def write_dump(trajectory: Trajectory, calls: Sequence[ReplayCall], directory: P
         )
 
 
+def load_settings(path: Path | None, spec: str, **options: Any) -> Config:
+    """The settings of a replay: the config file at ``path`` (and the environment), with
+    ``spec``'s and ``options``' settings over them (as ``apply_flags``)."""
+    return apply_flags(Config.load(path), spec, **options)
+
+
 def apply_flags(config: Config, spec: str, **options: Any) -> Config:
     """``config`` with ``name=value`` settings from ``spec`` (comma-separated; ``on`` /
     ``off`` for switches, e.g. ``diversity=off,history_mode=full``) and then ``options``

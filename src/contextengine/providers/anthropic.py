@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anthropic
 
@@ -49,6 +49,7 @@ from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     Generation,
+    ProviderSettings,
     ToolChoice,
     arguments_object,
     check_params,
@@ -305,3 +306,15 @@ def _tool(tool: Mapping[str, Any]) -> Block:
         "description": function.get("description", ""),
         "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
     }
+
+
+def from_settings(settings: ProviderSettings) -> AnthropicProvider:
+    """The ``anthropic`` provider of ``make_provider``."""
+    return AnthropicProvider(
+        settings.model,
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        generation=settings.generation,
+        cache_ttl=cast(CacheTTL, settings.cache_ttl),  # the adapter refuses a bad one
+        **settings.http,
+    )

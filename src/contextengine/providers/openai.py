@@ -30,6 +30,7 @@ from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     Generation,
+    ProviderSettings,
     ToolChoice,
     canonical_arguments,
     chat_messages,
@@ -286,3 +287,17 @@ class _ChatAccumulator:
             latency_s=latency_s,
             model=model,
         )
+
+
+def from_settings(settings: ProviderSettings) -> OpenAIProvider:
+    """The ``openai-chat`` provider (Chat Completions) of ``make_provider``."""
+    retention = settings.prompt_cache_retention
+    params: dict[str, Any] = {"prompt_cache_retention": retention} if retention else {}
+    return OpenAIProvider(
+        settings.model,
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        generation=settings.generation,
+        **settings.http,
+        **params,
+    )

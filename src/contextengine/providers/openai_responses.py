@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import openai
 
@@ -31,6 +31,7 @@ from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     Generation,
+    ProviderSettings,
     ToolChoice,
     canonical_arguments,
     check_params,
@@ -336,4 +337,17 @@ def _usage(usage: Any, model: str, latency_s: float) -> Usage:
         output_tokens=token_count(usage.output_tokens),
         latency_s=latency_s,
         model=model,
+    )
+
+
+def from_settings(settings: ProviderSettings) -> OpenAIResponsesProvider:
+    """The ``openai`` provider (the Responses API) of ``make_provider``."""
+    retention = cast(CacheRetention | None, settings.prompt_cache_retention)
+    return OpenAIResponsesProvider(
+        settings.model,
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        generation=settings.generation,
+        prompt_cache_retention=retention,
+        **settings.http,
     )

@@ -42,6 +42,28 @@ class Generation:
 
 
 @dataclass(frozen=True)
+class ProviderSettings:
+    """What a provider is made from (``make_provider``'s arguments, defaults filled in);
+    each provider's ``from_settings`` reads the fields it uses."""
+
+    name: str
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+    context_window: int | None = None
+    generation: Generation = Generation()
+    prompt_cache_retention: str | None = None
+    cache_ttl: str = "5m"
+
+    @property
+    def http(self) -> dict[str, Any]:
+        """The HTTP adapters' ``timeout`` and ``max_retries`` arguments."""
+        return {"timeout": self.timeout_s, "max_retries": self.max_retries}
+
+
+@dataclass(frozen=True)
 class ToolChoice:
     """What the model may do now: ``kind``, restricted to ``names`` (``None`` = every tool).
 
