@@ -148,3 +148,33 @@ def test_the_error_names_the_source_holding_the_bad_value(bad_in, bad, good):
         "cli": "--keep-rounds: ",
     }[bad_in]
     assert str(info.value).startswith(expected)
+
+
+def test_flags_are_typed_and_the_master_switch_turns_the_opt_in_ones_off_too(tmp_path):
+    asked = {"code_map": True, "subagents": True, "memory_git": True}
+    on = Config(**asked).flags
+    assert on.code_map and on.subagents and on.memory_git and on.pruning
+    assert not any(Config(enabled=False, **asked).flags.model_dump().values())
+    with pytest.raises(AttributeError):
+        _ = Config().flags.prunning  # a misspelt flag is no flag
+    path = tmp_path / "c.toml"
+    path.write_text("prunning = false\n")
+    with pytest.raises(ConfigError, match=r"unknown setting 'prunning'") as error:
+        Config.load(path, env={})
+    assert "\n" not in str(error.value)
+
+
+def test_a_component_gets_its_settings_with_the_flags_in_force():
+    from contextengine.compress.compaction import CompactionSettings
+    from contextengine.context.builder import BuilderSettings
+
+    config = Config(keep_rounds=3, history_mode="compressed", compaction=False)
+    assert config.settings(CompactionSettings) == CompactionSettings(
+        compaction=False, keep_rounds=3
+    )
+    assert config.settings(BuilderSettings).history_mode == "compressed"
+    off = config.with_flags(enabled=False, compaction=True)
+    assert off.settings(BuilderSettings) == BuilderSettings(
+        scrub=False, code_law=False, cache_breakpoints=False, history_mode="full"
+    )
+    assert not off.settings(CompactionSettings).compaction

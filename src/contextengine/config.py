@@ -143,9 +143,10 @@ class Config(BaseSettings):
     cache_expiry_s: float | None = Field(
         None,
         ge=0,
-        description="Seconds an idle prompt cache lives (default: 3600 with cache_ttl=1h, "
-        "86400 with prompt_cache_retention=24h, else 300). A request after a longer pause "
-        "writes the whole prompt anyway, so pruning then costs no rewrite.",
+        description="Seconds an idle prompt cache lives (default: the provider's own: 3600 "
+        "for Anthropic with cache_ttl=1h, 86400 for OpenAI with prompt_cache_retention=24h, "
+        "else 300). A request after a longer pause writes the whole prompt anyway, so "
+        "pruning then costs no rewrite.",
     )
     cache_read_price: float | None = Field(
         None,

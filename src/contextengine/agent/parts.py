@@ -310,7 +310,7 @@ def _default_tools(config: Config, mode: str | None) -> Toolset:
     flags = config.flags
     if flags.working_memory:
         toolset = with_memory_tools(toolset)
-    if config.subagents or (mode is not None and mode.strip().upper() == "DEEP_RESEARCH"):
+    if flags.subagents or (mode is not None and mode.strip().upper() == "DEEP_RESEARCH"):
         toolset = with_agent_delegate(toolset)
     return with_code_map(toolset) if flags.code_map else toolset
 
