@@ -17,7 +17,7 @@ def test_defaults():
         10,
         "full",
     )
-    assert all(c.flag(f) for f in COMPONENT_FLAGS)
+    assert all(getattr(c.flags, f) for f in COMPONENT_FLAGS)
 
 
 def test_load_toml_and_yaml(tmp_path):
@@ -25,10 +25,10 @@ def test_load_toml_and_yaml(tmp_path):
         "context_window = 32000\ndiversity = false\nhistory_mode = 'full'\n"
     )
     c = Config.load(tmp_path / "c.toml", env={})
-    assert c.context_window == 32000 and not c.flag("diversity") and c.history_mode == "full"
+    assert c.context_window == 32000 and not c.flags.diversity and c.history_mode == "full"
     (tmp_path / "c.yaml").write_text("keep_rounds: 4\ncompaction: false\n")
     c = Config.load(tmp_path / "c.yaml", env={})
-    assert c.keep_rounds == 4 and not c.flag("compaction")
+    assert c.keep_rounds == 4 and not c.flags.compaction
 
 
 def test_env_overrides_file(tmp_path):
@@ -37,7 +37,7 @@ def test_env_overrides_file(tmp_path):
         tmp_path / "c.toml",
         env={"CONTEXTENGINE_DIVERSITY": "yes", "CONTEXTENGINE_KEEP_ROUNDS": "3"},
     )
-    assert c.flag("diversity") and c.keep_rounds == 3
+    assert c.flags.diversity and c.keep_rounds == 3
 
 
 def test_config_file_from_env_variable(tmp_path):
@@ -47,7 +47,7 @@ def test_config_file_from_env_variable(tmp_path):
 
 def test_master_switch_turns_every_component_off():
     c = Config(enabled=False)
-    assert not any(c.flag(f) for f in COMPONENT_FLAGS)
+    assert not any(getattr(c.flags, f) for f in COMPONENT_FLAGS)
     assert c.effective_history_mode == "full"
 
 
@@ -91,7 +91,7 @@ def test_missing_file_is_a_clear_error(tmp_path):
 
 
 def test_with_flags_validates():
-    assert not Config().with_flags(recitation=False).flag("recitation")
+    assert not Config().with_flags(recitation=False).flags.recitation
     with pytest.raises(ConfigError):
         Config().with_flags(recitaton=False)
 
@@ -166,3 +166,33 @@ def test_sandbox_unix_sockets_is_false_true_or_a_list_from_a_file_or_the_environ
         "b.sock",
     )
     assert Config().sandbox_unix_sockets is False
+
+
+def test_flags_are_typed_and_the_master_switch_turns_the_opt_in_ones_off_too(tmp_path):
+    asked = {"code_map": True, "subagents": True, "memory_git": True}
+    on = Config(**asked).flags
+    assert on.code_map and on.subagents and on.memory_git and on.pruning
+    assert not any(Config(enabled=False, **asked).flags.model_dump().values())
+    with pytest.raises(AttributeError):
+        _ = Config().flags.prunning  # a misspelt flag is no flag
+    path = tmp_path / "c.toml"
+    path.write_text("prunning = false\n")
+    with pytest.raises(ConfigError, match=r"unknown setting 'prunning'") as error:
+        Config.load(path, env={})
+    assert "\n" not in str(error.value)
+
+
+def test_a_component_gets_its_settings_with_the_flags_in_force():
+    from contextengine.compress.compaction import CompactionSettings
+    from contextengine.context.builder import BuilderSettings
+
+    config = Config(keep_rounds=3, history_mode="compressed", compaction=False)
+    assert config.settings(CompactionSettings) == CompactionSettings(
+        compaction=False, keep_rounds=3
+    )
+    assert config.settings(BuilderSettings).history_mode == "compressed"
+    off = config.with_flags(enabled=False, compaction=True)
+    assert off.settings(BuilderSettings) == BuilderSettings(
+        scrub=False, code_law=False, cache_breakpoints=False, history_mode="full"
+    )
+    assert not off.settings(CompactionSettings).compaction

@@ -209,3 +209,47 @@ def test_tool_free_packages_import_nothing_from_tools() -> None:
         if package_of(target) == "tools"
     )
     assert not reaching, f"imports of contextengine.tools from {sorted(TOOL_FREE)}: {reaching}"
+
+
+CONFIG_READERS: dict[str, str] = {
+    ROOT: "the public facade re-exports Config",
+    f"{ROOT}.agent.parts": "the assembler: builds each component's settings from a Config",
+    f"{ROOT}.cli": "loads the Config from file, environment and options",
+    f"{ROOT}.server.app": "loads the server's Config and makes its agents with it",
+    f"{ROOT}.agent.loop": "Agent(provider, workspace, config) and Agent.resume take one",
+    f"{ROOT}.integrations.mirror": "ContextMirror(config=...) takes one (else loads it)",
+    f"{ROOT}.measure.replay": "replays a recording under a Config and its --flags",
+}
+"""The modules that import ``contextengine.config``, and why; every other component gets
+its own settings (a frozen dataclass or a protocol of the fields it reads) from them."""
+
+
+def config_importers() -> set[str]:
+    """Modules (the root facade included) importing ``contextengine.config`` or its
+    ``Config`` through the facade, under ``TYPE_CHECKING`` or not."""
+    modules = {**source_modules(), ROOT: SRC / ROOT / "__init__.py"}
+    config = f"{ROOT}.config"
+    return {
+        name
+        for name, path in modules.items()
+        if any(
+            n == config or n.startswith(f"{config}.") or n == f"{ROOT}.Config"
+            for n in imported_names(name, path)
+        )
+    }
+
+
+def test_config_importers_are_counted_like_python_reads_them(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..config import Config\n"
+    )
+    names = imported_names(f"{ROOT}.pkg.a", package / "a.py")
+    assert f"{ROOT}.config" in names, "a TYPE_CHECKING import, relative, counts"
+
+
+def test_only_the_assemblers_import_the_config() -> None:
+    found = config_importers()
+    assert found <= set(CONFIG_READERS), f"new importers: {sorted(found - set(CONFIG_READERS))}"
+    assert found == set(CONFIG_READERS), "a module no longer needs it: drop its row"

@@ -21,7 +21,7 @@ from contextengine.codemap.command import codemap_command
 from contextengine.config import Config
 from contextengine.errors import ContextEngineError, ProviderConnectionError
 from contextengine.measure.commands import replay_command, report_command
-from contextengine.measure.inspect_commands import inspect_command, sessions_command
+from contextengine.measure.inspect_commands import inspect_command, list_sessions
 from contextengine.measure.profile_command import profile_command
 from contextengine.prices import model_prices
 from contextengine.providers.base import Provider
@@ -150,11 +150,12 @@ def demo(
     ] = None,
 ) -> None:
     """Run an offline scripted coding session through the real agent loop (no model needed)."""
+    from contextengine.agent.loop import Agent
     from contextengine.demo import run_demo
 
     folder = workspace or Path(tempfile.mkdtemp(prefix="contextengine-demo-"))
     printer = EventPrinter(out)
-    agent, events = run_demo(folder)
+    agent, events = run_demo(folder, lambda provider, ws: Agent(provider, ws, Config()))
     usages: list[UsageEvent] = []
     for event in events:
         printer(event)
@@ -411,6 +412,7 @@ def worker(
     A session's turn uses the provider its session.json records; --provider, --model and
     --base-url are for sessions that record none (those the server made).
     """
+    from contextengine.agent.loop import Agent
     from contextengine.workers.engine import run_worker
     from contextengine.workers.turns import shared_store
 
@@ -424,7 +426,10 @@ def worker(
             return _provider(provider, model, base_url, settings)
         return _provider(recorded.name, recorded.model or None, recorded.base_url, settings)
 
-    run_worker(settings, provider_for, concurrency)
+    def resume(directory: Path, provider: Provider) -> Agent:
+        return Agent.resume(directory, provider, settings)
+
+    run_worker(settings, provider_for, resume, concurrency)
 
 
 @app.command()
@@ -446,8 +451,29 @@ def models() -> None:
 app.command("replay")(replay_command)
 app.command("report")(report_command)
 app.command("inspect")(inspect_command)
-app.command("sessions")(sessions_command)
+
+
+@app.command("sessions")
+def sessions_command(
+    workspace: Annotated[
+        Path, typer.Argument(help="The workspace whose sessions to list (default: here).")
+    ] = Path("."),
+    search: Annotated[
+        str | None,
+        typer.Option("--search", help="Only sessions whose id, title or messages hold Q."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="Config file (TOML or YAML).", dir_okay=False),
+    ] = None,
+) -> None:
+    """List a workspace's sessions, newest first: id, created, title, turns, cost."""
+    list_sessions(workspace, Config.load(config), search, as_json)
+
+
 app.command("profile")(profile_command)
+
 app.command("proxy")(proxy_command)
 app.command("codemap")(codemap_command)
 

@@ -8,15 +8,16 @@ pydantic-settings source; a bad value is blamed on the source it came from. With
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -28,12 +29,14 @@ from pydantic_settings import (
 )
 
 from contextengine.errors import ConfigError
-from contextengine.toolkit.mcp_servers import McpServer, server_entries
+from contextengine.toolkit.mcp_servers import McpServer, McpToolSearch, server_entries
 from contextengine.toolkit.modes import MODE_NAMES, ModeName
-from contextengine.types import ReasoningEffort
+from contextengine.types import HistoryMode, ReasoningEffort
 
-HistoryMode = Literal["compressed", "full", "round_scratchpad"]
-McpToolSearch = Literal["engine", "anthropic"]
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+SettingsT = TypeVar("SettingsT", bound="DataclassInstance")
 
 ENV_PREFIX = "CONTEXTENGINE_"
 CONFIG_ENV = "CONTEXTENGINE_CONFIG"
@@ -57,6 +60,35 @@ COMPONENT_FLAGS: tuple[str, ...] = (
     "working_memory",
     "injection",
 )
+OPT_IN_FLAGS: tuple[str, ...] = ("code_map", "subagents", "memory_git")
+"""Components that are off unless asked for; the master switch turns them off too."""
+
+
+class Flags(BaseModel):
+    """Which components are on: each one's own switch and the master switch, resolved once.
+
+    Read as attributes (``config.flags.pruning``), so a misspelt flag fails mypy and at
+    run time, instead of a string looked up when the component first runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scrub: bool
+    code_law: bool
+    cache_breakpoints: bool
+    diversity: bool
+    mentions: bool
+    externalize: bool
+    deltas: bool
+    recitation: bool
+    reminders: bool
+    masking: bool
+    compaction: bool
+    pruning: bool
+    working_memory: bool
+    injection: bool
+    code_map: bool
+    subagents: bool
+    memory_git: bool
 
 
 class Config(BaseSettings):
@@ -111,9 +143,10 @@ class Config(BaseSettings):
     cache_expiry_s: float | None = Field(
         None,
         ge=0,
-        description="Seconds an idle prompt cache lives (default: 3600 with cache_ttl=1h, "
-        "86400 with prompt_cache_retention=24h, else 300). A request after a longer pause "
-        "writes the whole prompt anyway, so pruning then costs no rewrite.",
+        description="Seconds an idle prompt cache lives (default: the provider's own: 3600 "
+        "for Anthropic with cache_ttl=1h, 86400 for OpenAI with prompt_cache_retention=24h, "
+        "else 300). A request after a longer pause writes the whole prompt anyway, so "
+        "pruning then costs no rewrite.",
     )
     cache_read_price: float | None = Field(
         None,
@@ -353,11 +386,23 @@ class Config(BaseSettings):
     def _mode_upper(cls, value: Any) -> Any:
         return value.strip().upper() if isinstance(value, str) else value
 
-    def flag(self, name: str) -> bool:
-        """Whether component ``name`` is on (its own switch and the master switch)."""
-        if name not in COMPONENT_FLAGS:
-            raise ConfigError(f"unknown component flag {name!r}")
-        return self.enabled and bool(getattr(self, name))
+    @property
+    def flags(self) -> Flags:
+        """The components in force: each switch ANDed with the master switch ``enabled``."""
+        return Flags(**{name: self.enabled and getattr(self, name) for name in Flags.model_fields})
+
+    def settings(self, kind: type[SettingsT]) -> SettingsT:
+        """A component's settings: the frozen dataclass ``kind`` filled from the same-named
+        settings (a flag's field, and ``history_mode``, get the value in force under the master
+        switch)."""
+        resolved = {**self.flags.model_dump(), "history_mode": self.effective_history_mode}
+        values = {
+            field.name: resolved[field.name]
+            if field.name in resolved
+            else getattr(self, field.name)
+            for field in dataclasses.fields(kind)
+        }
+        return kind(**values)
 
     @property
     def effective_history_mode(self) -> HistoryMode:

@@ -6,12 +6,12 @@ temporary workspace, and each step's request is measured by the prefix monitor.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from contextengine.agent.events import AgentEvent
 from contextengine.agent.loop import Agent
-from contextengine.config import Config
+from contextengine.providers.base import Provider
 from contextengine.providers.scripted import ScriptedProvider
 
 DEMO_SCRIPT: list[dict] = [
@@ -79,9 +79,10 @@ DEMO_SCRIPT: list[dict] = [
 ]
 
 
-def run_demo(workspace: Path, config: Config | None = None) -> tuple[Agent, Iterator[AgentEvent]]:
-    """Start the scripted demo session in ``workspace``; returns the agent and its events."""
-    agent = Agent(
-        ScriptedProvider(DEMO_SCRIPT, model="scripted-demo"), workspace, config or Config()
-    )
+def run_demo(
+    workspace: Path, new_agent: Callable[[Provider, Path], Agent]
+) -> tuple[Agent, Iterator[AgentEvent]]:
+    """Start the scripted demo session in ``workspace`` with the agent ``new_agent`` makes
+    (``Agent`` with the caller's config); returns the agent and its events."""
+    agent = new_agent(ScriptedProvider(DEMO_SCRIPT, model="scripted-demo"), workspace)
     return agent, agent.stream("Create greet.py that greets the world, and run it.")

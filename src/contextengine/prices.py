@@ -141,3 +141,43 @@ def prices_fell_back(choice: str, model: str) -> bool:
 def usd(amount: float | None) -> str:
     """``$0.0123``, or "price unknown" for a cost that could not be priced."""
     return UNKNOWN_PRICE if amount is None else f"${amount:.4f}"
+
+
+DEFAULT_CACHE_LIFETIME_S = 300.0
+"""An idle prompt cache's life unless the provider asks for longer: Anthropic's default 5
+minutes (OpenAI keeps an idle cache 5 to 10 minutes)."""
+
+DEFAULT_CACHE_SHARES = (0.1, 1.25)
+"""Cache read and write prices (uncached = 1) of a model genai-prices lacks: Anthropic's
+5-minute cache."""
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """How a provider's prompt cache behaves, as pruning weighs it: how long an idle cache
+    lives, and what a cached read and a cache write cost as shares of an uncached token."""
+
+    lifetime_s: float = DEFAULT_CACHE_LIFETIME_S
+    read_price: float = DEFAULT_CACHE_SHARES[0]
+    write_price: float = DEFAULT_CACHE_SHARES[1]
+
+    @classmethod
+    def of_model(cls, model: str, lifetime_s: float = DEFAULT_CACHE_LIFETIME_S) -> CachePolicy:
+        """``model``'s own cache prices (genai-prices: DeepSeek reads at about a quarter,
+        Gemini and OpenAI write at 1), else ``DEFAULT_CACHE_SHARES``."""
+        known = model_prices(model) if model else None
+        read, write = (known.cache_shares() if known else None) or DEFAULT_CACHE_SHARES
+        return cls(lifetime_s, read, write)
+
+    def overridden(
+        self,
+        lifetime_s: float | None = None,
+        read_price: float | None = None,
+        write_price: float | None = None,
+    ) -> CachePolicy:
+        """This policy with the values a user set instead (``None``: keep its own)."""
+        return CachePolicy(
+            self.lifetime_s if lifetime_s is None else lifetime_s,
+            self.read_price if read_price is None else read_price,
+            self.write_price if write_price is None else write_price,
+        )

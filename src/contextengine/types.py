@@ -155,6 +155,9 @@ def _count(value: object) -> int:
 
 FinishReason = Literal["stop", "tool_calls", "length", "error", "other"]
 
+HistoryMode = Literal["compressed", "full", "round_scratchpad"]
+"""How tool results enter history (the ``history_mode`` setting)."""
+
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 """Reasoning effort levels; each API accepts its own subset (OpenAI none..xhigh, Anthropic
 low..max) and names a level it refuses in its error."""

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from contextengine import Config, ReminderEntry, ScriptedProvider
 from contextengine.agent.events import MemoryUpdate
-from contextengine.agent.harness import RuleHarness, default_rules
+from contextengine.agent.harness import HarnessSettings, RuleHarness, default_rules
 from contextengine.agent.hooks import HookResult
 from contextengine.agent.loop import Agent
 from contextengine.agent.rules.base import HarnessContext, Rule
@@ -42,7 +42,7 @@ def _names(rules: list[Rule]) -> list[str]:
 
 def test_the_flags_pick_the_rules_of_the_one_list(tmp_path: Path) -> None:
     ctx = _context(tmp_path)
-    assert _names(default_rules(ctx, Config())) == [
+    assert _names(default_rules(ctx, Config().settings(HarnessSettings))) == [
         "PlanUpdates",
         "ProgressLog",
         "PlanRecitation",
@@ -50,7 +50,7 @@ def test_the_flags_pick_the_rules_of_the_one_list(tmp_path: Path) -> None:
         "ThreeStrikeRule",
         "TaskStatusTail",
     ]
-    quiet = default_rules(ctx, Config(reminders=False, recitation=False))
+    quiet = default_rules(ctx, Config(reminders=False, recitation=False).settings(HarnessSettings))
     assert _names(quiet) == ["PlanUpdates", "ProgressLog"]
     progress = quiet[1]
     assert isinstance(progress, ProgressLog) and not progress.marks_strikes
@@ -160,7 +160,9 @@ def test_a_long_plan_is_recited_up_to_its_share_of_the_window(tmp_path: Path) ->
     decisions = tuple(f"Decision {k}: keep table {k} as it is." for k in range(600))
     ctx.memory.update_plan(PlanUpdate(add_decisions=decisions))
     whole = ctx.memory.read(PLAN)
-    harness = RuleHarness(ctx, default_rules(ctx, Config(context_window=8_000)))
+    harness = RuleHarness(
+        ctx, default_rules(ctx, Config(context_window=8_000).settings(HarnessSettings))
+    )
     (recital,) = harness.start_turn("go").entries
     assert isinstance(recital, ReminderEntry)
     assert "1. [>] Port the parser" in recital.text and "Decision 0:" in recital.text
@@ -171,7 +173,7 @@ def test_a_long_plan_is_recited_up_to_its_share_of_the_window(tmp_path: Path) ->
 
 def test_undeclared_tools_are_no_plan_tools(tmp_path: Path) -> None:
     ctx = _context(tmp_path)
-    harness = RuleHarness(ctx, default_rules(ctx, Config()))
+    harness = RuleHarness(ctx, default_rules(ctx, Config().settings(HarnessSettings)))
     outcome = ToolOutcome.ok("done", {"todos": [{"content": "x", "status": "done"}]})
     harness.after_tool(ToolCall("c", "my_todo", "{}"), outcome, None)
     assert ctx.memory.plan().steps == ()

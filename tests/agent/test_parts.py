@@ -27,9 +27,11 @@ def test_the_pruner_prices_the_cache_as_the_providers_model_does(tmp_path: Path)
     deepseek = AgentParts.defaults(
         ScriptedProvider([ANSWER], "deepseek/deepseek-chat"), tmp_path, Config()
     )
-    assert deepseek.pruner.cache_prices == pytest.approx((0.07 / 0.27, 1.0))
+    cache = deepseek.pruner.cache
+    assert (cache.read_price, cache.write_price) == pytest.approx((0.07 / 0.27, 1.0))
     local = AgentParts.defaults(ScriptedProvider([ANSWER]), tmp_path / "local", Config())
-    assert local.pruner.cache_prices == (0.1, 1.25), "a model genai-prices lacks: Anthropic's"
+    cache = local.pruner.cache
+    assert (cache.read_price, cache.write_price) == (0.1, 1.25), "unknown: Anthropic's"
 
 
 def test_with_closes_the_log_and_the_session_resumes(tmp_path: Path) -> None:

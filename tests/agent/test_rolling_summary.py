@@ -20,6 +20,7 @@ from contextengine.compress.compaction import (
     ABSORB_PROMPT,
     SUMMARY_HEADING,
     TIMEOUT_MESSAGE,
+    CompactionSettings,
     plan_compaction,
 )
 from contextengine.context.builder import ContextBuilder
@@ -179,7 +180,9 @@ def _compactor(
 ) -> tuple[Compactor, ContextBuilder]:
     config = Config(context_window=window, keep_rounds=keep_rounds)
     sizes = lambda chunks: sum(len(c) for c in chunks) // 3  # noqa: E731
-    return Compactor(session, config, str, sizes), ContextBuilder(system_prompt="You help.")
+    return Compactor(session, config.settings(CompactionSettings), str, sizes), ContextBuilder(
+        system_prompt="You help."
+    )
 
 
 def _run(compactor: Compactor, builder: ContextBuilder, session: Session, ask) -> bool:

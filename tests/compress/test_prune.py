@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import time
 from pathlib import Path
 
@@ -12,11 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextengine import Config
+from contextengine.agent.parts import pruner_of
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
-from contextengine.compress.prune import Pruner, cache_lifetime_s, cache_prices, stub_text
+from contextengine.compress.prune import Pruner, stub_text
 from contextengine.context.builder import ContextBuilder
 from contextengine.context.monitor import PrefixMonitor
+from contextengine.prices import CachePolicy
 from contextengine.session.entries import (
     AssistantEntry,
     PrunedCall,
@@ -93,7 +96,9 @@ def pruner(session: Session, model: str = "", **settings_: object) -> Pruner:
     yet; unless a test says otherwise, any bet is affordable."""
     settings_.setdefault("prune_risk_share", AFFORD_ANY)
     externalizer = Externalizer(session.layout.artifacts, str)
-    return Pruner(session, Config().with_flags(**settings_), externalizer, model)
+    return pruner_of(
+        Config().with_flags(**settings_), session, externalizer, CachePolicy.of_model(model)
+    )
 
 
 def stubs(session: Session) -> dict[int, ToolResultEntry]:
@@ -223,6 +228,14 @@ def test_pruning_is_append_only_and_reversible(tmp_path_factory, sizes):
 def test_free_cache_reads_never_pay_for_a_rewrite(tmp_path):
     session = session_with_steps(tmp_path / "s", [120] * 30)
     assert pruner(session, cache_read_price=0.0).decide() is None
+
+
+def cache_prices(config: Config, model: str) -> tuple[float, float]:
+    """What the pruner of a provider of ``model`` prices a cache read and write at."""
+    session = Session.create(Path(tempfile.mkdtemp()) / "s")
+    externalizer = Externalizer(session.layout.artifacts, str)
+    cache = pruner_of(config, session, externalizer, CachePolicy.of_model(model)).cache
+    return cache.read_price, cache.write_price
 
 
 def test_cache_prices_are_the_models_own_unless_the_config_sets_them():
@@ -432,11 +445,14 @@ def test_after_a_pause_longer_than_the_cache_lives_everything_prunable_goes_at_o
     assert len(cold.records) == 30 - Config().prune_keep_recent, "every old result at once"
 
 
-def test_the_cache_lives_as_long_as_the_providers_were_asked_to_keep_it():
-    assert cache_lifetime_s(Config()) == 300
-    assert cache_lifetime_s(Config(cache_ttl="1h")) == 3600
-    assert cache_lifetime_s(Config(prompt_cache_retention="24h")) == 86_400
-    assert cache_lifetime_s(Config(cache_ttl="1h", cache_expiry_s=60)) == 60
+def test_the_cache_lives_as_long_as_the_provider_says_unless_the_config_sets_it(tmp_path):
+    session = Session.create(tmp_path / "s")
+    externalizer = Externalizer(session.layout.artifacts, str)
+    hour = CachePolicy(lifetime_s=3600)
+    assert pruner_of(Config(), session, externalizer, CachePolicy()).cache.lifetime_s == 300
+    assert pruner_of(Config(), session, externalizer, hour).cache.lifetime_s == 3600
+    chosen = pruner_of(Config(cache_expiry_s=60), session, externalizer, hour)
+    assert chosen.cache.lifetime_s == 60
 
 
 def test_a_pause_between_two_decisions_longer_than_the_cache_lives_prunes_for_free(tmp_path):

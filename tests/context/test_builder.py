@@ -15,6 +15,7 @@ from contextengine import (
     ToolResultEntry,
     UserEntry,
 )
+from contextengine.context.builder import BuilderSettings
 from contextengine.context.tokens import count_tokens
 from contextengine.session.render import RenderStyle
 from support.strategies import steps
@@ -34,7 +35,10 @@ TOOLS = [
 
 
 def _builder(tmp_path, config=None, system="You are a coding agent."):
-    return ContextBuilder(system_prompt=system, tools=TOOLS, project_root=tmp_path, config=config)
+    settings = config.settings(BuilderSettings) if config is not None else None
+    return ContextBuilder(
+        system_prompt=system, tools=TOOLS, project_root=tmp_path, settings=settings
+    )
 
 
 def _tool_step(session, n, content="ok", name="file_read"):

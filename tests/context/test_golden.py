@@ -19,6 +19,7 @@ from contextengine import (
     ToolResultEntry,
     UserEntry,
 )
+from contextengine.context.builder import BuilderSettings
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 
@@ -93,7 +94,7 @@ def _golden_request(tmp_path: Path) -> dict:
         system_prompt=SYSTEM,
         tools=TOOLS,
         project_root=project,
-        config=Config(history_mode="compressed"),
+        settings=Config(history_mode="compressed").settings(BuilderSettings),
     )
     live = LiveContext(
         full_observations={

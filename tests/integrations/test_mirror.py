@@ -133,8 +133,10 @@ def test_old_outputs_are_pruned_when_the_cache_pays_and_stay_readable(tmp_path: 
 
 def test_pruning_weighs_the_named_models_cache_prices(tmp_path: Path) -> None:
     deepseek = ContextMirror(tmp_path / "d", config=Config(), model="deepseek/deepseek-chat")
-    assert deepseek.pruner.cache_prices == pytest.approx((0.07 / 0.27, 1.0))
-    assert ContextMirror(tmp_path / "u", config=Config()).pruner.cache_prices == (0.1, 1.25)
+    cache = deepseek.pruner.cache
+    assert (cache.read_price, cache.write_price) == pytest.approx((0.07 / 0.27, 1.0))
+    unknown = ContextMirror(tmp_path / "u", config=Config()).pruner.cache
+    assert (unknown.read_price, unknown.write_price) == (0.1, 1.25)
 
 
 def test_a_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,10 @@
 from contextengine import Config, Session
-from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
+from contextengine.context.builder import (
+    BuilderSettings,
+    ContextBuilder,
+    FullObservation,
+    LiveContext,
+)
 from contextengine.measure.accounting import CacheAccountant, message_text
 from contextengine.measure.tokens import TokenCounter
 from contextengine.session.entries import (
@@ -23,7 +28,9 @@ def grow(session: Session, n: int) -> None:
 
 def setup(tmp_path):  # type: ignore[no-untyped-def]
     session = Session.create(tmp_path / "s", session_id="acc", durable=False)
-    builder = ContextBuilder(system_prompt="system prompt", config=Config(diversity=False))
+    builder = ContextBuilder(
+        system_prompt="system prompt", settings=Config(diversity=False).settings(BuilderSettings)
+    )
     session.append(UserEntry(text="the task"))
     return session, builder, TokenCounter()
 

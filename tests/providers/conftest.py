@@ -23,6 +23,7 @@ from contextengine import (
     ToolSpec,
     UserEntry,
 )
+from contextengine.context.builder import BuilderSettings
 
 from .fake_servers import FakeModelServer
 
@@ -88,7 +89,7 @@ def build_request(tmp_path: Path) -> BuildRequest:
             system_prompt="You are a careful coding agent.",
             tools=TOOLS,
             project_root=project,
-            config=config,
+            settings=config.settings(BuilderSettings) if config is not None else None,
         )
         session = Session.create(tmp_path / f"session-{next(counter)}", session_id=SESSION_ID)
         for entry in history:

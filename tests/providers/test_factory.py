@@ -31,6 +31,26 @@ def test_hosted_providers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (openai.model, chat.model, anthropic.model) == ("gpt-x", "gpt-x", "claude-x")
 
 
+def test_each_provider_reports_how_long_its_cache_lives(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-o")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-a")
+    lifetime = {
+        name: make_provider(name, "m", **settings).cache_policy.lifetime_s
+        for name, settings in {
+            "anthropic": {},
+            "openai": {},
+            "vllm": {"cache_ttl": "1h", "prompt_cache_retention": "24h"},
+        }.items()
+    }
+    assert lifetime == {"anthropic": 300, "openai": 300, "vllm": 300}
+    assert make_provider("anthropic", "m", cache_ttl="1h").cache_policy.lifetime_s == 3600
+    day = {"prompt_cache_retention": "24h"}
+    assert make_provider("openai", "m", **day).cache_policy.lifetime_s == 86_400
+    assert make_provider("openai-chat", "m", **day).cache_policy.lifetime_s == 86_400
+    deepseek = make_provider("openai-compatible", "deepseek/deepseek-chat", base_url="http://h")
+    assert deepseek.cache_policy.read_price == pytest.approx(0.07 / 0.27), "the model's price"
+
+
 @pytest.mark.parametrize("name", ["vllm", "sglang", "llamacpp", "ollama"])
 def test_self_hosted_servers_default_to_their_local_url(name: str) -> None:
     provider = make_provider(name, "m")

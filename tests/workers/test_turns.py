@@ -4,6 +4,7 @@ and a replica queues one turn per session at a time."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -85,8 +86,10 @@ def test_a_turn_a_dead_worker_began_continues_without_rerunning_its_tool_call(
         agent.session.append(ToolStartEntry(call_id="c1", tool_name="shell_exec"))
     turn = _queue(config, session, accepted_at, "Wait, please.")
 
-    assert run_turn(turn, config, _script) == "done"
-    assert run_turn(turn, config, _script) == "skipped"  # a re-delivery after it finished
+    assert run_turn(turn, config, _script, partial(Agent.resume, config=config)) == "done"
+    assert (
+        run_turn(turn, config, _script, partial(Agent.resume, config=config)) == "skipped"
+    )  # a re-delivery after it finished
 
     with Agent.resume(agent.session_dir, _script(SessionMeta("", "")), config) as again:
         entries = [r.entry for r in again.session.records[accepted_at:]]
@@ -178,7 +181,15 @@ def test_a_stop_reaches_the_worker_running_the_turn(
         follow = dispatcher.accept(session, "Wait, please.")
         assert follow is not None
         (turn,) = _open_turns(config, session)
-        assert run_turn(turn, config, lambda _: ScriptedProvider(model)) == "done"
+        assert (
+            run_turn(
+                turn,
+                config,
+                lambda _: ScriptedProvider(model),
+                partial(Agent.resume, config=config),
+            )
+            == "done"
+        )
         assert dispatcher.cancel(session) is None, "no turn is open any more"
     finally:
         dispatcher.stop()
@@ -199,7 +210,7 @@ def test_a_stop_before_a_worker_takes_the_turn_ends_it_at_once(
         stopping = dispatcher.cancel(session)
         assert stopping is not None and stopping.message == "Wait, please."
         assert stopping.entry_index == 0 and stopping.first_event_id == 1
-        assert run_turn(turn, config, _script) == "done"
+        assert run_turn(turn, config, _script, partial(Agent.resume, config=config)) == "done"
     finally:
         dispatcher.stop()
     recorded = _recorded(config, session)

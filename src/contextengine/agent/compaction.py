@@ -18,6 +18,7 @@ from contextengine.agent.events import AgentEvent, CompactionEvent
 from contextengine.compress.compaction import (
     TIMEOUT_MESSAGE,
     CompactionPlan,
+    CompactionSettings,
     clip_summary,
     fallback_text,
     keep_room,
@@ -28,7 +29,6 @@ from contextengine.compress.compaction import (
     summary_instruction,
     summary_tokens,
 )
-from contextengine.config import Config
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.session.entries import SummaryEntry
@@ -52,7 +52,7 @@ class Compactor:
     def __init__(
         self,
         session: Session,
-        config: Config,
+        config: CompactionSettings,
         display: Callable[[Path], str],
         tokens: Callable[[Sequence[str]], int],
     ) -> None:

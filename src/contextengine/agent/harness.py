@@ -16,6 +16,7 @@ results), and a 3-strike reboot waits for the last result of its batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from contextengine.agent.events import AgentEvent, MemoryUpdate, RunResult
 from contextengine.agent.hooks import Harness, HookResult, NullHarness
@@ -30,7 +31,6 @@ from contextengine.agent.rules.progress_log import ProgressLog
 from contextengine.agent.rules.task_status import TaskStatusTail
 from contextengine.agent.rules.three_strike import ThreeStrikeRule
 from contextengine.agent.rules.two_action import TwoActionRule
-from contextengine.config import Config
 from contextengine.memory.injectors import Injector, default_injectors
 from contextengine.memory.lessons import LessonStore
 from contextengine.memory.longterm import LongTermMemory
@@ -45,12 +45,28 @@ from contextengine.toolkit.traits import UNDECLARED, ToolTraits
 from contextengine.toolkit.workspace import Workspace
 from contextengine.types import ToolCall
 
-_HARNESS_FLAGS = ("working_memory", "reminders", "recitation", "injection")
+
+@dataclass(frozen=True)
+class HarnessSettings:
+    """The default harness's settings (``Config`` fields of the same names, flags in force)."""
+
+    working_memory: bool = True
+    reminders: bool = True
+    recitation: bool = True
+    injection: bool = True
+    memory_git: bool = False
+    context_window: int = 200_000
+    max_preserved_errors: int = 5
+
+    @property
+    def any_rule(self) -> bool:
+        """Whether any rule of the harness is on (else the null harness does)."""
+        return self.working_memory or self.reminders or self.recitation or self.injection
 
 
 def default_rules(
     ctx: HarnessContext,
-    config: Config,
+    config: HarnessSettings,
     *,
     lessons: LessonStore | None = None,
     longterm: LongTermMemory | None = None,
@@ -62,17 +78,17 @@ def default_rules(
     ``recitation``: the task-status tail; ``injection``: the injectors); ``versions``:
     the git repository the memory files are committed to at each turn's end (last, so
     the commit holds what every other rule wrote)."""
-    reminders = config.flag("reminders")
+    reminders = config.reminders
     plan_tokens = recital_tokens(config.context_window)
     rules: list[Rule | None] = [
         PlanUpdates(ctx),
         ProgressLog(ctx, marks_strikes=reminders),
         Lessons(ctx, lessons) if lessons is not None else None,
-        Injection(ctx, injectors) if config.flag("injection") and injectors else None,
+        Injection(ctx, injectors) if config.injection and injectors else None,
         PlanRecitation(ctx, plan_tokens) if reminders else None,
         TwoActionRule(ctx) if reminders else None,
         ThreeStrikeRule(ctx, plan_tokens) if reminders else None,
-        TaskStatusTail(ctx, config.max_preserved_errors) if config.flag("recitation") else None,
+        TaskStatusTail(ctx, config.max_preserved_errors) if config.recitation else None,
         LongTermIndex(ctx, longterm) if longterm is not None else None,
         MemoryVersions(ctx, versions) if versions is not None else None,
     ]
@@ -161,7 +177,7 @@ class DefaultHarness(RuleHarness):
         session: Session,
         memory: WorkingMemory,
         workspace: Workspace,
-        config: Config,
+        config: HarnessSettings,
         model: str = "",
         lessons: LessonStore | None = None,
         longterm: LongTermMemory | None = None,
@@ -190,7 +206,7 @@ def build_harness(
     session: Session,
     memory: WorkingMemory,
     workspace: Workspace,
-    config: Config,
+    config: HarnessSettings,
     model: str = "",
     injectors: Sequence[Injector] = (),
     traits: Callable[[str], ToolTraits] = lambda _: UNDECLARED,
@@ -206,17 +222,17 @@ def build_harness(
     ``memory_git`` on (and working memory), the memory files are committed per turn;
     ``ConfigError`` when git is missing.
     """
-    if not any(config.flag(name) for name in _HARNESS_FLAGS):
+    if not config.any_rule:
         return NullHarness()
     lessons = longterm = None
     chosen: list[Injector] = []
     versions = None
-    if config.memory_git and config.flag("working_memory"):
+    if config.memory_git and config.working_memory:
         versions = MemoryRepo.open(session.directory)
-    if config.flag("working_memory") or config.flag("injection"):
+    if config.working_memory or config.injection:
         scope = SessionScope.of(session.directory)
         lessons, longterm = LessonStore(scope), LongTermMemory(scope)
-        if config.flag("injection"):
+        if config.injection:
             chosen = [
                 *default_injectors(lessons, longterm, scope.preferences, workspace.root),
                 *injectors,

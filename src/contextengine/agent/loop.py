@@ -28,7 +28,7 @@ from contextengine.agent.in_thread import in_thread
 from contextengine.agent.model_calls import ModelCalls
 from contextengine.agent.parts import AgentParts, ToolRunner
 from contextengine.agent.stats import AgentStats
-from contextengine.agent.subagents import SubAgents
+from contextengine.agent.subagents import DelegateSettings, SubAgents
 from contextengine.agent.tool_step import ToolStep, append_assistant, interpret
 from contextengine.compress.externalize import CompressedRef
 from contextengine.config import Config
@@ -136,7 +136,7 @@ class Agent:
         self.ask_human = ask_human
         # The mask the agent works under (its mode); MaskRules adds the state rules.
         self.mask = mask
-        self.mask_rules = MaskRules(self.config.flag("masking"), self.toolset)
+        self.mask_rules = MaskRules(self.config.flags.masking, self.toolset)
         self.calls = ModelCalls(
             parts.provider, self.session, self.config.record_requests, self.gauge
         )
@@ -150,7 +150,9 @@ class Agent:
         )
         self._stats = AgentStats()
         self.cancel_token: threading.Event | None = None  # the running turn's; children share it
-        self.tool_context.delegate = SubAgents(self, Agent.from_parts)
+        self.tool_context.delegate = SubAgents(
+            self, Agent.from_parts, parts.child, self.config.settings(DelegateSettings)
+        )
 
     @classmethod
     def resume(
@@ -297,7 +299,7 @@ class Agent:
     ) -> Iterator[AgentEvent]:
         close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
         message = valid_text(message)
-        text = add_mention_reminders(message) if self.config.flag("mentions") else message
+        text = add_mention_reminders(message) if self.config.flags.mentions else message
         if recorded_at is None:
             incoming = self.gauge.scaled(count_tokens(text))
             if self.compactor.needed(self.gauge.last_input_tokens + incoming):

@@ -15,23 +15,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from contextengine.agent.compaction import Compactor
-from contextengine.agent.harness import build_harness
+from contextengine.agent.harness import HarnessSettings, build_harness
 from contextengine.agent.hooks import Harness
 from contextengine.agent.model_calls import TokenGauge
 from contextengine.agent.prompts import default_system_prompt, text_protocol_prompt
 from contextengine.codemap import CodeMap
+from contextengine.compress.compaction import CompactionSettings
 from contextengine.compress.delta import shown_results
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import ObservationProcessor
-from contextengine.compress.prune import Pruner
+from contextengine.compress.prune import Pruner, PruneSettings
 from contextengine.config import Config
-from contextengine.context.builder import ContextBuilder
+from contextengine.context.builder import BuilderSettings, ContextBuilder
 from contextengine.context.tokens import count_tokens
 from contextengine.errors import ConfigError
 from contextengine.memory.code_map import CodeMapInjector
 from contextengine.memory.injectors import Injector
 from contextengine.memory.scope import SessionScope
 from contextengine.memory.working_memory import MEMORY_FILES, WorkingMemory
+from contextengine.prices import CachePolicy
 from contextengine.providers.base import Provider
 from contextengine.session.folders import create_session
 from contextengine.session.meta import ProviderChoice
@@ -135,10 +137,9 @@ class AgentParts:
         config = config if config is not None else Config.load()
         root = Path(workspace).resolve()
         root.mkdir(parents=True, exist_ok=True)
-        code_map_on = config.enabled and config.code_map
         mcp: McpAttachment | None = None
         if tools is None:
-            default = _default_tools(config, code_map_on, mode or config.mode)
+            default = _default_tools(config, mode or config.mode)
             _check_tool_search(config, provider)
             mcp = _mcp(config, root)
             tools = default.plus(*mcp.tools) if mcp is not None else default
@@ -183,16 +184,15 @@ class AgentParts:
         provider_choice: ProviderChoice | None,
         parent: str | None,
     ) -> AgentParts:
-        code_map_on = config.enabled and config.code_map
         if session is None:
-            style = RenderStyle(protocol=protocol, diversity=config.flag("diversity"))
+            style = RenderStyle(protocol=protocol, diversity=config.flags.diversity)
             choice = _chosen(provider, provider_choice)
             session = create_session(root, config, style, choice, session_id, parent)
         memory = WorkingMemory(
-            session.directory if config.flag("working_memory") else None, files=session.stored
+            session.directory if config.flags.working_memory else None, files=session.stored
         )
         tool_context = _tool_context(root, session, memory, config)
-        if code_map_on:
+        if config.flags.code_map:
             tool_context.code_map = CodeMap(tool_context.workspace, config.code_map_tokens)
             injectors = [*injectors, CodeMapInjector(tool_context.code_map)]
         display = tool_context.workspace.display
@@ -208,30 +208,80 @@ class AgentParts:
             tool_context=tool_context,
             memory=memory,
             externalizer=externalizer,
-            processor=ObservationProcessor(
-                externalizer,
-                mode=config.effective_history_mode,
-                externalize=config.flag("externalize"),
-                traits=toolset.traits,
-                shown=partial(shown_results, session) if config.flag("deltas") else tuple,
-            ),
+            processor=_processor(config, externalizer, toolset, session),
             harness=harness
-            or build_harness(
-                session=session,
-                memory=memory,
-                workspace=tool_context.workspace,
-                config=config,
-                model=getattr(provider, "model", ""),
-                injectors=injectors,
-                traits=toolset.traits,
-                tool_names=toolset.names,
-                call_traits=getattr(toolset, "call_traits", None),
+            or _harness(config, provider, session, memory, tool_context, toolset, injectors),
+            compactor=Compactor(
+                session, config.settings(CompactionSettings), display, gauge.of_chunks
             ),
-            compactor=Compactor(session, config, display, gauge.of_chunks),
-            pruner=Pruner(session, config, externalizer, getattr(provider, "model", "")),
+            pruner=pruner_of(config, session, externalizer, provider.cache_policy),
             gauge=gauge,
             mcp=mcp,
         )
+
+    def child(self, provider_choice: ProviderChoice | None) -> AgentParts:
+        """The parts of a sub-agent of this agent (R16): a new session next to this one
+        (``parent`` names it), the same provider and tools, ``delegate_max_steps`` steps."""
+        config = self.config
+        return AgentParts.defaults(
+            self.provider,
+            self.workspace,
+            config.with_flags(max_steps=config.delegate_max_steps),
+            tools=self.toolset,
+            protocol=self.session.style.protocol,
+            provider_choice=provider_choice,
+            parent=self.session.id,
+            # the MCP tools this agent's provider defers, deferred alike (the same tools bytes)
+            deferred_tools=self.builder.deferred_tools,
+        )
+
+
+def pruner_of(
+    config: Config, session: Session, externalizer: Externalizer, cache: CachePolicy
+) -> Pruner:
+    """The session's pruner: the provider's ``cache`` policy with what ``config`` sets
+    instead (``cache_expiry_s``, ``cache_read_price``, ``cache_write_price``)."""
+    policy = cache.overridden(
+        config.cache_expiry_s, config.cache_read_price, config.cache_write_price
+    )
+    return Pruner(session, config.settings(PruneSettings), externalizer, policy)
+
+
+def _harness(
+    config: Config,
+    provider: Provider,
+    session: Session,
+    memory: WorkingMemory,
+    tool_context: ToolContext,
+    toolset: ToolRunner,
+    injectors: Sequence[Injector],
+) -> Harness:
+    """The default harness of the session (``build_harness``), with its settings."""
+    return build_harness(
+        session=session,
+        memory=memory,
+        workspace=tool_context.workspace,
+        config=config.settings(HarnessSettings),
+        model=getattr(provider, "model", ""),
+        injectors=injectors,
+        traits=toolset.traits,
+        tool_names=toolset.names,
+        call_traits=getattr(toolset, "call_traits", None),
+    )
+
+
+def _processor(
+    config: Config, externalizer: Externalizer, toolset: ToolRunner, session: Session
+) -> ObservationProcessor:
+    """How tool results enter the session's history (``history_mode``, the flags in force)."""
+    flags = config.flags
+    return ObservationProcessor(
+        externalizer,
+        mode=config.effective_history_mode,
+        externalize=flags.externalize,
+        traits=toolset.traits,
+        shown=partial(shown_results, session) if flags.deltas else tuple,
+    )
 
 
 def _mcp(config: Config, workspace: Path) -> McpAttachment | None:
@@ -266,7 +316,7 @@ def _check_tool_search(config: Config, provider: Provider) -> None:
         )
 
 
-def _default_tools(config: Config, code_map: bool, mode: str | None) -> Toolset:
+def _default_tools(config: Config, mode: str | None) -> Toolset:
     """The default tools, the memory tools with working memory on, ``code_map`` with it on,
     ``agent_delegate`` with ``subagents`` on or a start in ``DEEP_RESEARCH`` mode,
     ``web_search`` with a search backend (without one it could only fail, yet its
@@ -274,11 +324,12 @@ def _default_tools(config: Config, code_map: bool, mode: str | None) -> Toolset:
     toolset = default_toolset()
     if config.web_search_backend != "none":
         toolset = toolset.plus(WebSearch())
-    if config.flag("working_memory"):
+    flags = config.flags
+    if flags.working_memory:
         toolset = with_memory_tools(toolset)
-    if config.subagents or (mode is not None and mode.strip().upper() == "DEEP_RESEARCH"):
+    if flags.subagents or (mode is not None and mode.strip().upper() == "DEEP_RESEARCH"):
         toolset = with_agent_delegate(toolset)
-    return with_code_map(toolset) if code_map else toolset
+    return with_code_map(toolset) if flags.code_map else toolset
 
 
 def _chosen(provider: Provider, choice: ProviderChoice | None) -> ProviderChoice:
@@ -299,12 +350,15 @@ def _builder(
 ) -> ContextBuilder:
     protocol = session.style.protocol
     specs = toolset.specs()
-    base = system_prompt or default_system_prompt({s.name for s in specs}, config)
+    flags = config.flags
+    base = system_prompt or default_system_prompt(
+        {s.name for s in specs}, recitation=flags.recitation, working_memory=flags.working_memory
+    )
     return ContextBuilder(
         system_prompt=text_protocol_prompt(base, specs) if protocol == "text" else base,
         tools=specs if protocol == "native" else (),
         project_root=workspace,
-        config=config,
+        settings=config.settings(BuilderSettings),
         deferred_tools=deferred_tools,
     )
 

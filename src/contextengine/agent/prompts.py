@@ -6,25 +6,26 @@ from collections.abc import Collection, Sequence
 
 from contextengine.agent.text_protocol import PROTOCOL_INSTRUCTIONS
 from contextengine.canonical import canonical_json
-from contextengine.config import Config
 from contextengine.memory.status import MEMORY_NAMES
 from contextengine.toolkit.spec import ToolSpec
 
 _PLAN_TOOL = "todo_write"
 
 
-def default_system_prompt(tool_names: Collection[str], config: Config) -> str:
+def default_system_prompt(
+    tool_names: Collection[str], *, recitation: bool, working_memory: bool
+) -> str:
     """The agent's default system prompt, saying only what holds for the session's tools
-    and components: a line about a tool the session lacks would send the model looking
+    and components (``recitation``, ``working_memory``: those flags in force): a line about a tool the session lacks would send the model looking
     for it, and every line is paid on every request (a saved large output needs none: its
     observation says where it is and how to read it)."""
     lines = ["Paths are relative to the workspace."]
     if _PLAN_TOOL in tool_names:
-        ends = "; its status ends each request." if config.flag("recitation") else "."
+        ends = "; its status ends each request." if recitation else "."
         lines.append(f"- Plan with {_PLAN_TOOL} first{ends}")
-    if config.flag("working_memory"):
+    if working_memory:
         # the task status names the files and their folder when it is recited
-        files = "the memory files" if config.flag("recitation") else MEMORY_NAMES.rstrip(".")
+        files = "the memory files" if recitation else MEMORY_NAMES.rstrip(".")
         lines.append(f"- Reread {files} when lost.")
     lines.append("- Read before editing; test changes; after an error, change approach.")
     lines.append("- End with a brief report: what you did, how you checked it.")

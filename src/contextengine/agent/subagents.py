@@ -14,29 +14,36 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from contextengine.agent.events import RunResult
 from contextengine.agent.parts import AgentParts, ToolRunner
-from contextengine.config import Config
-from contextengine.context.builder import ContextBuilder
-from contextengine.providers.base import Provider
 from contextengine.session.entries import AssistantEntry, ToolResultEntry
-from contextengine.session.meta import read_meta
+from contextengine.session.meta import ProviderChoice, read_meta
 from contextengine.session.session import Session
 from contextengine.tools.delegation import ChildReport, DelegationRefused
+
+
+@dataclass(frozen=True)
+class DelegateSettings:
+    """Delegation's settings (``Config`` fields of the same names)."""
+
+    max_delegate_depth: int = 1
+
+
+ChildParts = Callable[[ProviderChoice | None], AgentParts]
+"""The parts of a new child of the parent (``AgentParts.child``), given the parent's
+provider choice, so a resume of the child chooses the same provider."""
 
 
 class ParentAgent(Protocol):
     """What a delegating agent lends its children."""
 
-    provider: Provider
-    config: Config
-    workspace: Path
     session: Session
     toolset: ToolRunner
-    builder: ContextBuilder
     cancel_token: threading.Event | None  # the running turn's (None between turns)
 
     @property
@@ -70,32 +77,30 @@ class StartChild(Protocol):
 class SubAgents:
     """The ``Delegator`` of one agent: starts, runs and reports its children."""
 
-    def __init__(self, parent: ParentAgent, start: StartChild) -> None:
+    def __init__(
+        self,
+        parent: ParentAgent,
+        start: StartChild,
+        child_parts: ChildParts,
+        settings: DelegateSettings,
+    ) -> None:
         self._parent = parent
         self._start = start
+        self._child_parts = child_parts
+        self._settings = settings
 
     def delegate(self, task: str, mode: str | None) -> ChildReport:
         """Run ``task`` in a new child session (in ``mode``, else the parent's) and report."""
         parent = self._parent
-        config = parent.config
+        limit = self._settings.max_delegate_depth
         depth = delegation_depth(parent.session.directory)
-        if depth >= config.max_delegate_depth:
+        if depth >= limit:
             raise DelegationRefused(
                 f"this agent is a sub-agent at depth {depth} and max_delegate_depth is "
-                f"{config.max_delegate_depth}: it cannot delegate; do the task yourself"
+                f"{limit}: it cannot delegate; do the task yourself"
             )
         meta = read_meta(parent.session.directory)
-        parts = AgentParts.defaults(
-            parent.provider,
-            parent.workspace,
-            config.with_flags(max_steps=config.delegate_max_steps),
-            tools=parent.toolset,
-            protocol=parent.session.style.protocol,
-            provider_choice=meta.provider if meta is not None else None,
-            parent=parent.session.id,
-            # the parent's MCP tools its provider defers, deferred alike (the same tools bytes)
-            deferred_tools=parent.builder.deferred_tools,
-        )
+        parts = self._child_parts(meta.provider if meta is not None else None)
         child = self._start(parts, mode=mode or parent.mode)
         try:
             result = child.run(task, parent.cancel_token)

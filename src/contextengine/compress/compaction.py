@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from contextengine.config import Config
 from contextengine.context.tokens import count_tokens, cut_at_line
 from contextengine.session.entries import AssistantEntry, SummaryEntry, UserEntry
 from contextengine.session.log import LogRecord
@@ -111,13 +110,24 @@ class CompactionPlan:
     users_from: int = 0
 
 
-def should_compact(estimate: int, live_messages: int, config: Config) -> bool:
+@dataclass(frozen=True)
+class CompactionSettings:
+    """Compaction's settings (``Config`` fields of the same names)."""
+
+    compaction: bool = True
+    context_window: int = 200_000
+    compaction_trigger: float = 0.8
+    keep_rounds: int = 10
+    summary_timeout_s: float = 120.0
+
+
+def should_compact(estimate: int, live_messages: int, config: CompactionSettings) -> bool:
     """The trigger: the next request's tokens ``>= trigger * window``, >= 3 messages.
 
     ``estimate`` is the last usage plus what is new (R7.4), counted as the agent counts
     it: the request's BPE tokens in the provider's units.
     """
-    if not config.flag("compaction") or live_messages < 3:
+    if not config.compaction or live_messages < 3:
         return False
     return estimate >= config.compaction_trigger * config.context_window
 
@@ -127,7 +137,7 @@ def summary_tokens(context_window: int) -> int:
     return min(SUMMARY_MAX_TOKENS, int(SUMMARY_SHARE * context_window))
 
 
-def keep_room(config: Config, fixed_tokens: int, absorbed_tokens: int = 0) -> int:
+def keep_room(config: CompactionSettings, fixed_tokens: int, absorbed_tokens: int = 0) -> int:
     """Tokens the kept records may take so that the request after compaction stays below
     the trigger: the trigger's share of the window, less the parts that are not records
     (``fixed_tokens``: L1, L2, tail ...) and the new summary.

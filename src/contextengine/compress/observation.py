@@ -25,10 +25,10 @@ from contextengine.compress.externalize import (
     Externalizer,
     over_threshold,
 )
-from contextengine.config import HistoryMode
 from contextengine.toolkit.base import ObservationKind, ToolOutcome
 from contextengine.toolkit.classify import error_tail
 from contextengine.toolkit.traits import Compressor, ToolTraits
+from contextengine.types import HistoryMode
 
 ERROR_TAIL_LINES = 20
 ERROR_TAIL_CHARS = 3000  # a saved failure's view keeps at most this much of its tail verbatim

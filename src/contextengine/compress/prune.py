@@ -16,7 +16,7 @@ expects as many more as ``prune_horizon`` times the steps so far (a run that has
 for long tends to go on), but never more than ``prune_max_payback`` (a run can end at any
 step; a batch that needs long to pay back is a bet on its length), and prunes when the
 batch pays back its rewrite within that horizon. After a pause longer than the cache lives
-(``cache_lifetime_s``) the next request writes its whole prompt anyway: a batch then costs
+(the provider's ``CachePolicy.lifetime_s``) the next request writes its whole prompt anyway: a batch then costs
 no rewrite, and everything prunable goes at once. Because the run may end right after
 any prune, a batch is also a bet the policy must afford: its extra may not exceed what
 the engine has saved so far against the full history (earlier prunes net of their
@@ -46,9 +46,8 @@ from typing import Any
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import artifact_name, maximal, name_list, names_in
-from contextengine.config import Config
 from contextengine.context.tokens import count_tokens
-from contextengine.prices import model_prices
+from contextengine.prices import CachePolicy
 from contextengine.session.entries import (
     AssistantEntry,
     PrunedCall,
@@ -62,7 +61,6 @@ from contextengine.session.session import Session
 
 # Every later request reads each stub: it says what and where, and no more.
 STUB_HEAD = "[pruned: {chars:,} chars, saved at {path}]"
-DEFAULT_CACHE_PRICES = (0.1, 1.25)  # read, write: Anthropic's 5-minute cache
 MAX_STUB_NAMES = 120
 STUB_ESTIMATE_TOKENS = 35  # a stub's head; its names are paid for out of the saving
 ARGUMENT_MIN_CHARS = 200  # shorter call arguments (paths, commands, patterns) stay as they are
@@ -98,15 +96,35 @@ class _Candidate:
     saving: int  # tokens the stubs save
 
 
+@dataclass(frozen=True)
+class PruneSettings:
+    """Pruning's settings (``Config`` fields of the same names)."""
+
+    pruning: bool = True
+    prune_keep_recent: int = 4
+    prune_min_tokens: int = 30
+    prune_min_batch_tokens: int = 3000
+    prune_horizon: float = 0.35
+    prune_max_payback: int = 25
+    prune_risk_share: float = 0.02
+
+
 class Pruner:
-    """Decides, for one session, when old context turns into stubs, and does it."""
+    """Decides, for one session, when old context turns into stubs, and does it.
+
+    ``cache``: how the provider's prompt cache lives and what it charges (the provider's
+    ``cache_policy``, with what the user set instead)."""
 
     def __init__(
-        self, session: Session, config: Config, externalizer: Externalizer, model: str = ""
+        self,
+        session: Session,
+        settings: PruneSettings,
+        externalizer: Externalizer,
+        cache: CachePolicy | None = None,
     ) -> None:
         self._session = session
-        self._config = config
-        self.cache_prices = cache_prices(config, model)  # (read, write) for this model
+        self._settings = settings
+        self.cache = cache if cache is not None else CachePolicy()
         self._externalizer = externalizer
         self._savings: dict[int, int] = {}  # log index -> what stubbing it saves (it never changes)
         self._spent = 0.0  # what the history has cost so far: written once, then read (price units)
@@ -117,13 +135,13 @@ class Pruner:
 
     def decide(self) -> PruneDecision | None:
         """The batch worth pruning now, or ``None`` when no batch pays for its rewrite."""
-        if not self._config.flag("pruning"):
+        if not self._settings.pruning:
             return None
-        config = self._config
+        settings = self._settings
         now = datetime.now(UTC)
-        cold = self._idle_s(now) >= cache_lifetime_s(config)
+        cold = self._idle_s(now) >= self.cache.lifetime_s
         self._asked = now
-        read, write = self.cache_prices
+        read, write = self.cache.read_price, self.cache.write_price
         live = self._session.live
         candidates, total = self._candidates(live)
         self._spent += min(total, self._seen) * read + max(0, total - self._seen) * write
@@ -131,16 +149,16 @@ class Pruner:
         self._banked += (self._in_effect + self._externalized(live)) * read
         if not candidates or read <= 0:  # free cache reads: a smaller prefix saves nothing
             return None
-        affordable = self._banked + config.prune_risk_share * self._spent
+        affordable = self._banked + settings.prune_risk_share * self._spent
         horizon = min(
-            config.prune_horizon * _steps(self._session.records), config.prune_max_payback
+            settings.prune_horizon * _steps(self._session.records), settings.prune_max_payback
         )
         best: PruneDecision | None = None
         best_value = 0.0
         saved = 0
         for k in range(len(candidates) - 1, -1, -1):
             saved += candidates[k].saving
-            if saved < config.prune_min_batch_tokens:
+            if saved < settings.prune_min_batch_tokens:
                 continue
             suffix = total - candidates[k].position
             # a cold cache writes the suffix anyway: the stubs only make it smaller
@@ -232,7 +250,7 @@ class Pruner:
 
     def _candidates(self, live: Sequence[LogRecord]) -> tuple[list[_Candidate], int]:
         """Prunable results and calls in history order, and the history's size in tokens."""
-        keep = self._config.prune_keep_recent
+        keep = self._settings.prune_keep_recent
         protected = _newest(live, ToolResultEntry, keep) | _newest(live, AssistantEntry, keep)
         failed = {
             r.entry.call_id
@@ -246,7 +264,7 @@ class Pruner:
             size = sum(count_tokens(c) for c in record.chunks)
             if record.index not in protected and records[record.index] is record:
                 saving = self._saving(record, failed)
-                if saving >= self._config.prune_min_tokens:
+                if saving >= self._settings.prune_min_tokens:
                     out.append(_Candidate(position, record, saving))
             position += size
         return out, position
@@ -308,30 +326,6 @@ class _NameIndex:
         names = [n for n in names_in(text) if n not in self._kept and n not in self._listed]
         self._listed.update(names)
         return maximal(names, 4 * MAX_STUB_NAMES)
-
-
-def cache_prices(config: Config, model: str) -> tuple[float, float]:
-    """What pruning prices a cache read and a cache write at, as shares of an uncached input
-    token: ``cache_read_price`` / ``cache_write_price`` where set, else ``model``'s own
-    (genai-prices: DeepSeek reads at about a quarter, Gemini and OpenAI write at 1), else
-    Anthropic's 5-minute cache (0.1, 1.25)."""
-    known = model_prices(model) if model else None
-    read, write = (known.cache_shares() if known else None) or DEFAULT_CACHE_PRICES
-    return (
-        read if config.cache_read_price is None else config.cache_read_price,
-        write if config.cache_write_price is None else config.cache_write_price,
-    )
-
-
-def cache_lifetime_s(config: Config) -> float:
-    """How long an idle prompt cache lives: ``cache_expiry_s``, else what the providers
-    were asked for (OpenAI's 24h retention, Anthropic's 1h breakpoints), else 5 minutes
-    (Anthropic's default; OpenAI keeps an idle cache 5 to 10 minutes)."""
-    if config.cache_expiry_s is not None:
-        return config.cache_expiry_s
-    if config.prompt_cache_retention == "24h":
-        return 86_400.0
-    return 3_600.0 if config.cache_ttl == "1h" else 300.0
 
 
 def stub_text(chars: int, path: str, names: Sequence[str]) -> str:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from contextengine.canonical import canonical_json, canonical_obj
-from contextengine.config import Config
 from contextengine.context.code_law import CodeLawReader
 from contextengine.context.request import Purpose, Request, Segments
 from contextengine.context.scrub import ScrubFinding, scrub_report
@@ -28,6 +27,7 @@ from contextengine.session.render import Message, render_tool_result
 from contextengine.session.session import Session
 from contextengine.toolkit.mask import ToolMask
 from contextengine.toolkit.spec import ToolSpec
+from contextengine.types import HistoryMode
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,17 @@ class LiveContext:
 EMPTY_LIVE = LiveContext()
 
 
+@dataclass(frozen=True)
+class BuilderSettings:
+    """The request builder's settings (``Config`` fields of the same names, flags in force)."""
+
+    scrub: bool = True
+    code_law: bool = True
+    cache_breakpoints: bool = True
+    history_mode: HistoryMode = "full"
+    context_window: int = 200_000
+
+
 class ContextBuilder:
     """Builds requests for sessions that share one system prompt and tool list;
     ``deferred_tools`` (of those tools) go in every request's ``deferred_tools``."""
@@ -66,18 +77,18 @@ class ContextBuilder:
         system_prompt: str,
         tools: Sequence[ToolSpec | Mapping[str, Any]] = (),
         project_root: Path | None = None,
-        config: Config | None = None,
+        settings: BuilderSettings | None = None,
         deferred_tools: Collection[str] = (),
     ) -> None:
-        self._config = config or Config()
-        scrubbed = scrub_report(system_prompt) if self._config.flag("scrub") else None
+        self._config = settings or BuilderSettings()
+        scrubbed = scrub_report(system_prompt) if self._config.scrub else None
         self.scrub_findings: tuple[ScrubFinding, ...] = scrubbed.findings if scrubbed else ()
         specs = sorted((ToolSpec.coerce(t) for t in tools), key=lambda t: t.name)
         names = [t.name for t in specs]
         if len(set(names)) != len(names):
             raise ConfigError(f"duplicate tool names in {names}")
         tool_objs = [t.to_openai() for t in specs]
-        if self._config.flag("scrub"):
+        if self._config.scrub:
             tool_objs, findings = _scrub_tree(tool_objs)
             self.scrub_findings += findings
         self._tools: tuple[dict[str, Any], ...] = tuple(tool_objs)
@@ -88,7 +99,7 @@ class ContextBuilder:
             {"role": "system", "content": scrubbed.text if scrubbed else system_prompt}
         )
         self._system_chunk = canonical_json(self._system)
-        self._code_law = CodeLawReader(project_root if self._config.flag("code_law") else None)
+        self._code_law = CodeLawReader(project_root if self._config.code_law else None)
         self._l2_cache: tuple[str, Message, str] | None = None
         self._hist: _HistoryCache | None = None
 
@@ -118,7 +129,7 @@ class ContextBuilder:
         needs only the older part; the request is still a prefix of the full one).
         """
         hist = self._history(session)
-        mode = self._config.effective_history_mode
+        mode = self._config.history_mode
         cut = hist.count
         live_msgs: list[Message] = []
         if history_records is not None:
@@ -156,7 +167,7 @@ class ContextBuilder:
             epoch=session.epoch,
             rewrite=session.rewrite,
             mask=mask,
-            mark_breakpoints=self._config.flag("cache_breakpoints"),
+            mark_breakpoints=self._config.cache_breakpoints,
             deferred_tools=self.deferred_tools,
         )
 

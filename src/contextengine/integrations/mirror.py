@@ -24,12 +24,18 @@ from contextengine.canonical import canonical_json
 from contextengine.compress.delta import shown_results
 from contextengine.compress.externalize import Externalizer, UnrecoverableRef
 from contextengine.compress.observation import ObservationProcessor
-from contextengine.compress.prune import Pruner
+from contextengine.compress.prune import Pruner, PruneSettings
 from contextengine.config import Config
-from contextengine.context.builder import ContextBuilder, FullObservation, LiveContext
+from contextengine.context.builder import (
+    BuilderSettings,
+    ContextBuilder,
+    FullObservation,
+    LiveContext,
+)
 from contextengine.errors import ContextEngineError
 from contextengine.memory.plan import Plan, apply_todos
 from contextengine.memory.status import TailRecital
+from contextengine.prices import CachePolicy
 from contextengine.session.entries import (
     AssistantEntry,
     Entry,
@@ -99,12 +105,18 @@ class ContextMirror:
         self._processor = ObservationProcessor(
             self.externalizer,
             mode=self._config.effective_history_mode,
-            externalize=self._config.flag("externalize"),
+            externalize=self._config.flags.externalize,
             traits=lambda _name: UNDECLARED,
-            shown=partial(shown_results, self.session) if self._config.flag("deltas") else tuple,
+            shown=partial(shown_results, self.session) if self._config.flags.deltas else tuple,
         )
-        self.pruner = Pruner(self.session, self._config, self.externalizer, self._model)
-        self._builder = ContextBuilder(system_prompt="", config=self._config)
+        config = self._config
+        # the framework's provider is not ours to ask: its model's prices, the cache
+        # lifetime the config sets (else the default)
+        cache = CachePolicy.of_model(self._model).overridden(
+            config.cache_expiry_s, config.cache_read_price, config.cache_write_price
+        )
+        self.pruner = Pruner(self.session, config.settings(PruneSettings), self.externalizer, cache)
+        self._builder = ContextBuilder(system_prompt="", settings=config.settings(BuilderSettings))
         self._seen: list[Message] = []  # the framework's messages mirrored so far
         self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self._plan = Plan()
@@ -216,7 +228,7 @@ class ContextMirror:
         ``RECITE_AFTER_CHARS`` of where the plan was last in view reciting it again would
         only be paid for.
         """
-        if not self._plan.steps or not self._config.flag("recitation"):
+        if not self._plan.steps or not self._config.flags.recitation:
             return None
         if self._wrote_plan:
             self._since_plan = 0

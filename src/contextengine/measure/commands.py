@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from contextengine.config import Config
 from contextengine.prices import DEFAULT_FAMILY, FAMILY_MODELS, RECORDED, UNKNOWN_PRICE
 
 _PRICE_CHOICES = f"a family ({', '.join(FAMILY_MODELS)}) or any model name genai-prices knows"
@@ -46,15 +45,15 @@ def replay_command(
     ] = None,
 ) -> None:
     """Replay a recorded run through the engine and compare it with the baselines."""
-    from contextengine.measure.replay import apply_flags, replay
+    from contextengine.measure.replay import load_settings, replay
     from contextengine.measure.trajectory import load_trajectory
     from contextengine.prices import prices_fell_back, prices_for, replay_prices
 
     recording = load_trajectory(trajectory)
     priced_as = replay_prices(prices, recording.model)
     prices_for(priced_as)  # one line, before any work
-    settings = apply_flags(
-        Config.load(config), flags, history_mode=history_mode, context_window=context_window
+    settings = load_settings(
+        config, flags, history_mode=history_mode, context_window=context_window
     )
     if prices_fell_back(prices, recording.model):  # said once the inputs are known good
         sys.stderr.write(

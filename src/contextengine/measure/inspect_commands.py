@@ -13,7 +13,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from contextengine.agent.usage_log import read_usage
-from contextengine.config import Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.inspector import CallView, first_difference, inspect_session
 from contextengine.measure.report import usage_report
@@ -22,6 +21,7 @@ from contextengine.session.folders import workspace_sessions
 from contextengine.session.layout import SessionLayout
 from contextengine.session.listing import TITLE_CHARS, read_header, user_messages
 from contextengine.session.manage import custom_title
+from contextengine.session.store.choice import StoreSettings
 from contextengine.untrusted import terminal_safe
 
 TABLE_WIDTH = 150
@@ -129,22 +129,11 @@ def _number(value: object) -> str:
     return f"{value:,}" if isinstance(value, int) else "-"
 
 
-def sessions_command(
-    workspace: Annotated[
-        Path, typer.Argument(help="The workspace whose sessions to list (default: here).")
-    ] = Path("."),
-    search: Annotated[
-        str | None,
-        typer.Option("--search", help="Only sessions whose id, title or messages hold Q."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="Config file (TOML or YAML).", dir_okay=False),
-    ] = None,
+def list_sessions(
+    workspace: Path, settings: StoreSettings, search: str | None, as_json: bool
 ) -> None:
-    """List a workspace's sessions, newest first: id, created, title, turns, cost."""
-    settings = Config.load(config)
+    """``contextengine sessions``: list a workspace's sessions (kept where ``settings``
+    say), newest first; ``search`` keeps those whose id, title or messages hold it."""
     folder = workspace.resolve()
     if not folder.is_dir():
         raise ContextEngineError(f"{workspace}: not a folder")

@@ -21,9 +21,8 @@ from contextengine.agent.events import PruneEvent
 from contextengine.agent.loop import Agent
 from contextengine.agent.parts import AgentParts
 from contextengine.canonical import canonical_json
-from contextengine.compress.prune import cache_prices
 from contextengine.config import COMPONENT_FLAGS, Config
-from contextengine.context.builder import ContextBuilder
+from contextengine.context.builder import BuilderSettings, ContextBuilder
 from contextengine.errors import ConfigError, ContextEngineError
 from contextengine.measure.accounting import CacheAccountant
 from contextengine.measure.playback import (
@@ -41,6 +40,7 @@ from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory
 from contextengine.prices import (
     RECORDED,
+    CachePolicy,
     priced_model,
     prices_fell_back,
     prices_for,
@@ -111,7 +111,7 @@ class ReplayResult:
             "prices_fallback": self.prices_fallback,
             "history_mode": self.config.effective_history_mode,
             "context_window": self.config.context_window,
-            "flags": {name: self.config.flag(name) for name in COMPONENT_FLAGS},
+            "flags": {name: getattr(self.config.flags, name) for name in COMPONENT_FLAGS},
             **self.engine.as_dict(),
             "baselines": {name: r.as_dict() for name, r in self.baselines.items()},
         }
@@ -185,8 +185,12 @@ class Replayer:
     def _priced(self, config: Config) -> Config:
         """``config`` with pruning's cache prices, where it leaves them unset, those of the
         model this replay charges (not always the recorded one: ``--prices claude-sonnet``)."""
-        read, write = cache_prices(config, priced_model(self.prices))
-        return config.with_flags(cache_read_price=read, cache_write_price=write)
+        cache = CachePolicy.of_model(priced_model(self.prices)).overridden(
+            read_price=config.cache_read_price, write_price=config.cache_write_price
+        )
+        return config.with_flags(
+            cache_read_price=cache.read_price, cache_write_price=cache.write_price
+        )
 
     def baselines(
         self, *, on_step: Callable[[int], None] | None = None
@@ -246,7 +250,7 @@ def replay_engine(
         session = Session.create(
             layout.directory,
             session_id=sid,
-            style=RenderStyle(protocol, settings.flag("diversity")),
+            style=RenderStyle(protocol, settings.flags.diversity),
             durable=False,
         )
         with closing(session):
@@ -263,7 +267,7 @@ def replay_engine(
                 system_prompt=trajectory.system,
                 tools=trajectory.tool_specs if protocol == "native" else (),
                 project_root=parts.workspace,
-                config=settings,
+                settings=settings.settings(BuilderSettings),
             )
             agent = Agent.from_parts(replace(parts, builder=builder))
             for number, round_ in enumerate(script.rounds):
@@ -399,6 +403,12 @@ def write_dump(trajectory: Trajectory, calls: Sequence[ReplayCall], directory: P
         (directory / name).write_text(
             json.dumps(body, ensure_ascii=False, indent=1), encoding="utf-8"
         )
+
+
+def load_settings(path: Path | None, spec: str, **options: Any) -> Config:
+    """The settings of a replay: the config file at ``path`` (and the environment), with
+    ``spec``'s and ``options``' settings over them (as ``apply_flags``)."""
+    return apply_flags(Config.load(path), spec, **options)
 
 
 def apply_flags(config: Config, spec: str, **options: Any) -> Config:

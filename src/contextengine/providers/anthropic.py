@@ -47,12 +47,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anthropic
 
 from contextengine.context.request import Request
 from contextengine.errors import BrokenReplyError, ProviderError
+from contextengine.prices import DEFAULT_CACHE_LIFETIME_S
 from contextengine.providers.anthropic_stream import (
     THINKING_BLOCKS,
     TOOL_SEARCH_BLOCKS,
@@ -67,6 +68,7 @@ from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     Generation,
+    ProviderSettings,
     ToolChoice,
     arguments_object,
     check_params,
@@ -140,6 +142,7 @@ class AnthropicProvider(StreamingProvider):
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self.cache_control = cache_control(cache_ttl)
+        self.cache_lifetime_s = 3_600.0 if cache_ttl == "1h" else DEFAULT_CACHE_LIFETIME_S
         self._params = {**anthropic_generation(generation), **params}
         self._client = anthropic.Anthropic(
             api_key=require_api_key(api_key, "ANTHROPIC_API_KEY", "anthropic"),
@@ -360,3 +363,15 @@ def _tool(tool: Mapping[str, Any], deferred: bool = False) -> Block:
     if deferred:
         block["defer_loading"] = True
     return block
+
+
+def from_settings(settings: ProviderSettings) -> AnthropicProvider:
+    """The ``anthropic`` provider of ``make_provider``."""
+    return AnthropicProvider(
+        settings.model,
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        generation=settings.generation,
+        cache_ttl=cast(CacheTTL, settings.cache_ttl),  # the adapter refuses a bad one
+        **settings.http,
+    )

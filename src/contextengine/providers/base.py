@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
+from contextengine.prices import DEFAULT_CACHE_LIFETIME_S, CachePolicy
 from contextengine.types import ModelReply, ReplyDone, ReplyEvent
 
 
@@ -20,6 +21,11 @@ class Provider(Protocol):
     """Anything that can answer a ``Request``."""
 
     model: str
+
+    @property
+    def cache_policy(self) -> CachePolicy:
+        """How this provider's prompt cache lives and what it charges (pruning weighs it)."""
+        ...
 
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
         """Yield text/reasoning deltas, then exactly one ``ReplyDone``."""
@@ -34,6 +40,13 @@ class StreamingProvider:
     """Base class: implement ``stream``; ``complete`` is derived from it."""
 
     model: str = ""
+    cache_lifetime_s: float = DEFAULT_CACHE_LIFETIME_S
+    """How long an idle prompt cache lives; a provider that asks its API for longer says so."""
+
+    @property
+    def cache_policy(self) -> CachePolicy:
+        """The cache's lifetime and ``model``'s own cache prices (genai-prices)."""
+        return CachePolicy.of_model(self.model, self.cache_lifetime_s)
 
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
         """Yield text/reasoning deltas, then exactly one ``ReplyDone``."""

@@ -19,7 +19,8 @@ import functools
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from contextengine.local.chat_format import parse_reply, visible_text
 from contextengine.local.grammar import mask_grammar
 from contextengine.local.templates import format_for_template
 from contextengine.providers.base import StreamingProvider
+from contextengine.providers.wire import ProviderSettings
 from contextengine.types import FinishReason, ModelReply, ReplyDone, ReplyEvent, TextDelta, Usage
 
 INSTALL_HINT = "pip install 'contextengine[local]'"
@@ -116,30 +118,62 @@ class LlamaCppProvider(StreamingProvider):
 
     def _generate(self, request: Request, grammar_text: str | None) -> Iterator[ReplyEvent]:
         llama = self._llama
-        tokens = self.tokenize(self.render_prompt(request))
-        n_ctx = llama.n_ctx()
-        if len(tokens) >= n_ctx:
-            raise ProviderError(
-                f"the prompt has {len(tokens)} tokens, more than the context window "
-                f"(n_ctx={n_ctx}) of {self.model}"
-            )
-        grammar = None
-        if grammar_text is not None:
-            from llama_cpp import LlamaGrammar
-
-            grammar = LlamaGrammar.from_string(grammar_text, verbose=False)
-        budget = min(self.max_tokens, n_ctx - len(tokens))
+        tokens = self._prompt_tokens(request)
+        budget = min(self.max_tokens, llama.n_ctx() - len(tokens))
         llama.set_seed(self._seed + self._calls)
         self._calls += 1
         started = time.monotonic()
         self._restore_from_cache(tokens)
         llama.start_metering()
+        sampled = yield from self._sample(tokens, _grammar(grammar_text), budget)
+        if llama.cache is not None:
+            llama.cache[tokens + sampled.completion] = llama.save_state()
+        parsed = parse_reply(sampled.text, id_prefix=f"call_{uuid.uuid4().hex[:12]}")
+        reason: FinishReason = (
+            "length"
+            if sampled.finish == "length"
+            else "tool_calls"
+            if parsed.tool_calls
+            else "stop"
+        )
+        usage = Usage(
+            input_tokens=len(tokens),
+            cached_tokens=llama.reused_tokens,
+            output_tokens=sampled.count,
+            latency_s=time.monotonic() - started,
+            model=self.model,
+        )
+        yield ReplyDone(
+            ModelReply(
+                content=parsed.content,
+                tool_calls=parsed.tool_calls,
+                usage=usage,
+                finish_reason=reason,
+            )
+        )
+
+    def _prompt_tokens(self, request: Request) -> list[int]:
+        """The rendered request's tokens; ``ProviderError`` when they fill the context."""
+        tokens = self.tokenize(self.render_prompt(request))
+        n_ctx = self._llama.n_ctx()
+        if len(tokens) >= n_ctx:
+            raise ProviderError(
+                f"the prompt has {len(tokens)} tokens, more than the context window "
+                f"(n_ctx={n_ctx}) of {self.model}"
+            )
+        return tokens
+
+    def _sample(
+        self, tokens: list[int], grammar: Any, budget: int
+    ) -> Generator[ReplyEvent, None, _Sampled]:
+        """Sample up to ``budget`` tokens after ``tokens``, yielding the visible text as it
+        grows (reasoning and tool-call markup hidden)."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         completion: list[int] = []
         text, shown, finish = "", "", "length"
         sampled = 0
         try:
-            for token in llama.generate(
+            for token in self._llama.generate(
                 tokens, temp=self.temperature, top_p=self.top_p, grammar=grammar
             ):
                 sampled += 1
@@ -157,27 +191,7 @@ class LlamaCppProvider(StreamingProvider):
         except (RuntimeError, ValueError) as exc:
             raise ProviderError(f"{self.model}: llama.cpp failed: {exc}") from exc
         text += decoder.decode(b"", final=True)
-        if llama.cache is not None:
-            llama.cache[tokens + completion] = llama.save_state()
-        parsed = parse_reply(text, id_prefix=f"call_{uuid.uuid4().hex[:12]}")
-        reason: FinishReason = (
-            "length" if finish == "length" else "tool_calls" if parsed.tool_calls else "stop"
-        )
-        usage = Usage(
-            input_tokens=len(tokens),
-            cached_tokens=llama.reused_tokens,
-            output_tokens=sampled,
-            latency_s=time.monotonic() - started,
-            model=self.model,
-        )
-        yield ReplyDone(
-            ModelReply(
-                content=parsed.content,
-                tool_calls=parsed.tool_calls,
-                usage=usage,
-                finish_reason=reason,
-            )
-        )
+        return _Sampled(text, completion, sampled, finish)
 
     def _restore_from_cache(self, tokens: list[int]) -> None:
         """Load the RAM-cache state sharing the longest prefix with ``tokens``, when it
@@ -258,3 +272,37 @@ def _metered_llama_class() -> type:
             super().eval(tokens)
 
     return MeteredLlama
+
+
+@dataclass(frozen=True)
+class _Sampled:
+    """What one sampling produced: its text, its tokens (EOG not counted), how many were
+    sampled, and why it stopped."""
+
+    text: str
+    completion: list[int]
+    count: int
+    finish: str
+
+
+def _grammar(text: str | None) -> Any:
+    """The compiled GBNF grammar of ``text`` (``None``: sampling is unconstrained)."""
+    if text is None:
+        return None
+    from llama_cpp import LlamaGrammar
+
+    return LlamaGrammar.from_string(text, verbose=False)
+
+
+def from_settings(settings: ProviderSettings) -> LlamaCppProvider:
+    """The ``local`` provider of ``make_provider``: ``model`` is the GGUF path; the engine's
+    context is the session's window, capped at the model's trained length."""
+    window = settings.context_window
+    n_ctx = local_n_ctx(settings.model, window) if window is not None else None
+    generation = settings.generation
+    fields: dict[str, Any] = {}  # the in-process engine has no reasoning effort
+    if generation.max_tokens is not None:
+        fields["max_tokens"] = generation.max_tokens
+    if generation.temperature is not None:
+        fields["temperature"] = generation.temperature
+    return LlamaCppProvider(settings.model, n_ctx=n_ctx, **fields)

@@ -38,6 +38,7 @@ from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     Generation,
+    ProviderSettings,
     ToolChoice,
     canonical_arguments,
     chat_messages,
@@ -45,6 +46,7 @@ from contextengine.providers.wire import (
     read_stream,
     require_api_key,
     resolve_tool_choice,
+    retention_lifetime_s,
     text_field,
     token_count,
 )
@@ -103,6 +105,7 @@ class OpenAIProvider(StreamingProvider):
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self._params = {**chat_generation(generation or Generation()), **params}
+        self.cache_lifetime_s = retention_lifetime_s(params.get("prompt_cache_retention"))
         self._client = openai.OpenAI(
             api_key=require_api_key(api_key, "OPENAI_API_KEY", "openai"),
             base_url=base_url,
@@ -303,3 +306,17 @@ class _ChatAccumulator:
             latency_s=latency_s,
             model=model,
         )
+
+
+def from_settings(settings: ProviderSettings) -> OpenAIProvider:
+    """The ``openai-chat`` provider (Chat Completions) of ``make_provider``."""
+    retention = settings.prompt_cache_retention
+    params: dict[str, Any] = {"prompt_cache_retention": retention} if retention else {}
+    return OpenAIProvider(
+        settings.model,
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        generation=settings.generation,
+        **settings.http,
+        **params,
+    )

@@ -32,7 +32,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import openai
 
@@ -52,6 +52,7 @@ from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     Generation,
+    ProviderSettings,
     ToolChoice,
     chat_messages,
     check_params,
@@ -214,3 +215,19 @@ def calls_from_array(reply: ModelReply) -> ModelReply:
             )
         )
     return replace(reply, content="", tool_calls=tuple(calls), finish_reason="tool_calls")
+
+
+def from_settings(settings: ProviderSettings) -> OpenAICompatibleProvider:
+    """A self-hosted server's provider of ``make_provider`` (the registry row gives the
+    server's usual URL); ``openai-compatible`` is the generic one."""
+    if settings.base_url is None:
+        raise ConfigError(f"provider {settings.name!r} needs a base URL (--base-url)")
+    server = cast(Server, settings.name if settings.name in SERVERS else "generic")
+    return OpenAICompatibleProvider(
+        settings.model,
+        settings.base_url,
+        api_key=settings.api_key or "EMPTY",
+        server=server,
+        generation=settings.generation,
+        **settings.http,
+    )

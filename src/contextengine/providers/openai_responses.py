@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import openai
 
@@ -40,6 +40,7 @@ from contextengine.providers.wire import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
     Generation,
+    ProviderSettings,
     ToolChoice,
     canonical_arguments,
     check_params,
@@ -48,6 +49,7 @@ from contextengine.providers.wire import (
     read_stream,
     require_api_key,
     resolve_tool_choice,
+    retention_lifetime_s,
     text_field,
     token_count,
 )
@@ -130,6 +132,7 @@ class OpenAIResponsesProvider(StreamingProvider):
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self.prompt_cache_retention = prompt_cache_retention
+        self.cache_lifetime_s = retention_lifetime_s(prompt_cache_retention)
         self.encrypted_reasoning = encrypted_reasoning
         self._params = {**responses_generation(generation or Generation()), **params}
         self._client = openai.OpenAI(
@@ -363,4 +366,17 @@ def _usage(usage: Any, model: str, latency_s: float) -> Usage:
         output_tokens=token_count(usage.output_tokens),
         latency_s=latency_s,
         model=model,
+    )
+
+
+def from_settings(settings: ProviderSettings) -> OpenAIResponsesProvider:
+    """The ``openai`` provider (the Responses API) of ``make_provider``."""
+    retention = cast(CacheRetention | None, settings.prompt_cache_retention)
+    return OpenAIResponsesProvider(
+        settings.model,
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        generation=settings.generation,
+        prompt_cache_retention=retention,
+        **settings.http,
     )

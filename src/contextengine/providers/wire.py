@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 from contextengine.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.errors import BrokenReplyError, ConfigError, MissingAPIKeyError, ProviderError
+from contextengine.prices import DEFAULT_CACHE_LIFETIME_S
 from contextengine.session.render import PROVIDER_ITEMS
 from contextengine.text import one_line as single_line
 from contextengine.types import ReasoningEffort, ReplyEvent
@@ -38,6 +39,28 @@ class Generation:
     max_tokens: int | None = None
     temperature: float | None = None
     reasoning_effort: ReasoningEffort | None = None
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """What a provider is made from (``make_provider``'s arguments, defaults filled in);
+    each provider's ``from_settings`` reads the fields it uses."""
+
+    name: str
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+    context_window: int | None = None
+    generation: Generation = Generation()
+    prompt_cache_retention: str | None = None
+    cache_ttl: str = "5m"
+
+    @property
+    def http(self) -> dict[str, Any]:
+        """The HTTP adapters' ``timeout`` and ``max_retries`` arguments."""
+        return {"timeout": self.timeout_s, "max_retries": self.max_retries}
 
 
 @dataclass(frozen=True)
@@ -184,3 +207,9 @@ def token_count(value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise TypeError(f"expected a token count, got {value!r:.40}")
     return value
+
+
+def retention_lifetime_s(retention: object) -> float:
+    """How long OpenAI keeps an idle prompt cache under ``prompt_cache_retention``: a day
+    with ``24h``, else its default few minutes."""
+    return 86_400.0 if retention == "24h" else DEFAULT_CACHE_LIFETIME_S

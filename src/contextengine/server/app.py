@@ -33,6 +33,7 @@ import secrets
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, replace
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -43,6 +44,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from contextengine.agent.loop import Agent
 from contextengine.agent.usage_log import parse_usage
 from contextengine.config import Config
 from contextengine.errors import ConfigError, ContextEngineError
@@ -113,7 +115,13 @@ def create_app(
     guards the API; ``hosts`` are Host names allowed besides localhost and the configured ones.
     """
     settings = config or Config.load()
-    store = SessionStore(workspace, provider_factory, settings)
+    store = SessionStore(
+        workspace,
+        provider_factory,
+        settings,
+        partial(Agent, config=settings),
+        partial(Agent.resume, config=settings),
+    )
     # With a broker, turns run on workers and this replica only queues and streams them.
     dispatcher = TurnDispatcher(settings) if settings.broker else None
     api_token = token or settings.server_token or secrets.token_urlsafe(24)

@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from contextengine.agent.loop import Agent
-from contextengine.config import Config
 from contextengine.providers.base import Provider
 from contextengine.server.channel import SessionChannel
 from contextengine.server.errors import ApiError
@@ -27,7 +27,7 @@ from contextengine.session.layout import SessionLayout
 from contextengine.session.listing import session_title
 from contextengine.session.manage import custom_title, set_title, trash_session
 from contextengine.session.meta import SessionMeta, read_meta
-from contextengine.session.store.choice import open_store
+from contextengine.session.store.choice import StoreSettings, open_store
 from contextengine.types import TurnInfo
 
 ProviderFactory = Callable[[], Provider]
@@ -61,12 +61,37 @@ class StoreStatus:
     turns: int
 
 
+class ServerSettings(StoreSettings, Protocol):
+    """Where the server's sessions are kept and how long an unused agent stays loaded
+    (``Config`` has these settings)."""
+
+    @property
+    def server_idle_s(self) -> float:
+        """Seconds an unused session agent stays loaded."""
+        ...
+
+
+NewAgent = Callable[[Provider, Path], Agent]
+"""A new session's agent in a workspace (``Agent`` with the server's config)."""
+ResumeAgent = Callable[[Path, Provider], Agent]
+"""A stored session's agent, from its folder (``Agent.resume`` with the server's config)."""
+
+
 class SessionStore:
     """The sessions of one workspace, their loaded agents and their event channels."""
 
-    def __init__(self, workspace: Path, provider_factory: ProviderFactory, config: Config) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        provider_factory: ProviderFactory,
+        config: ServerSettings,
+        new_agent: NewAgent,
+        resume_agent: ResumeAgent,
+    ) -> None:
         self.workspace = Path(workspace).resolve()
         self.config = config
+        self._new_agent = new_agent
+        self._resume_agent = resume_agent
         self.kept_in = open_store(config)
         self._provider_factory = provider_factory
         self._agents: dict[str, Agent] = {}
@@ -85,7 +110,7 @@ class SessionStore:
 
     def create(self) -> SessionInfo:
         """Start a new session in the workspace."""
-        agent = Agent(self._provider_factory(), self.workspace, self.config)
+        agent = self._new_agent(self._provider_factory(), self.workspace)
         with self._lock:
             self._agents[agent.session.id] = agent
             self._used[agent.session.id] = time.monotonic()
@@ -166,7 +191,7 @@ class SessionStore:
             agent = self._agents.get(session_id)
             self._used[session_id] = time.monotonic()
         if agent is None:
-            loaded = Agent.resume(self.directory(session_id), self._provider_factory(), self.config)
+            loaded = self._resume_agent(self.directory(session_id), self._provider_factory())
             with self._lock:
                 agent = self._agents.setdefault(session_id, loaded)
             if agent is not loaded:

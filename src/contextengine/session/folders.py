@@ -11,18 +11,17 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from contextengine.config import Config
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
 from contextengine.session.listing import session_folders
 from contextengine.session.meta import META_FILE, ProviderChoice, SessionMeta, read_meta
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
-from contextengine.session.store.choice import open_store, sessions_base
+from contextengine.session.store.choice import StoreSettings, open_store, sessions_base
 
 MetaReader = Callable[[Path], SessionMeta | None]
 
 
-def sessions_root(workspace: Path, config: Config) -> Path:
+def sessions_root(workspace: Path, config: StoreSettings) -> Path:
     """The folder holding the sessions of the config's org and team for ``workspace``."""
     base = sessions_base(config)
     root = Path(base) if base else workspace / DEFAULT_ROOT_NAME
@@ -30,7 +29,7 @@ def sessions_root(workspace: Path, config: Config) -> Path:
 
 
 def workspace_sessions(
-    workspace: Path, config: Config, meta: MetaReader = read_meta
+    workspace: Path, config: StoreSettings, meta: MetaReader = read_meta
 ) -> dict[str, Path]:
     """The workspace's session folders by session id (``meta`` reads each folder's metadata)."""
     found: dict[str, Path] = {}
@@ -47,7 +46,7 @@ def workspace_sessions(
 
 def create_session(
     workspace: Path,
-    config: Config,
+    config: StoreSettings,
     style: RenderStyle,
     provider: ProviderChoice,
     session_id: str | None = None,

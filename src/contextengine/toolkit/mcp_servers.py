@@ -26,6 +26,11 @@ SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 which providers allow only letters, digits, ``_`` and ``-`` in, 64 at most."""
 
 
+McpToolSearch = Literal["engine", "anthropic"]
+"""Who finds deferred MCP tools: the engine (``tool_search``/``tool_call``) or Anthropic's API
+(``defer_loading`` with its search tool)."""
+
+
 class StdioServer(BaseModel):
     """A server the session starts as a subprocess and talks to over stdin/stdout."""
 

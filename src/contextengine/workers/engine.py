@@ -23,11 +23,11 @@ import logging
 import math
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from contextengine.config import Config
 from contextengine.errors import ConfigError
-from contextengine.workers.turns import ProviderFor, run_turn
+from contextengine.session.store.choice import StoreSettings
+from contextengine.workers.turns import ProviderFor, Resume, run_turn
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -40,7 +40,25 @@ RESTART_S = 1.0  # pause before a worker that stopped on an error starts again
 logger = logging.getLogger(__name__)
 
 
-def celery_app(config: Config) -> Celery:
+class BrokerSettings(Protocol):
+    """The broker that hands turns to workers (``Config`` has these settings)."""
+
+    @property
+    def broker(self) -> str | None:
+        """The Celery broker URL (``redis://HOST:PORT/DB``)."""
+        ...
+
+    @property
+    def worker_redelivery_s(self) -> float:
+        """Seconds before a silent worker's turn goes to another worker."""
+        ...
+
+
+class WorkerSettings(BrokerSettings, StoreSettings, Protocol):
+    """What a worker runs on: the broker and the shared session store."""
+
+
+def celery_app(config: BrokerSettings) -> Celery:
     """The Celery app on the configured broker."""
     if not config.broker:
         raise ConfigError("turns on workers need a broker: --broker redis://HOST:PORT/0")
@@ -83,14 +101,17 @@ def enqueue(app: Celery, turn_id: int) -> None:
     app.send_task(TASK_NAME, args=[turn_id], queue=QUEUE)
 
 
-def run_worker(config: Config, provider_for: ProviderFor, concurrency: int) -> None:
-    """Run a worker until it is stopped: ``concurrency`` threads, each running one turn."""
+def run_worker(
+    config: WorkerSettings, provider_for: ProviderFor, resume: Resume, concurrency: int
+) -> None:
+    """Run a worker until it is stopped: ``concurrency`` threads, each running one turn
+    (``resume`` makes a turn's agent)."""
     app = celery_app(config)
 
     @app.task(name=TASK_NAME, bind=True)
     def turn(task: Any, turn_id: int) -> str:
         try:
-            return run_turn(turn_id, config, provider_for)
+            return run_turn(turn_id, config, provider_for, resume)
         except Exception as exc:
             # A turn's own failures end as a recorded `turn_failed`; what escapes is the store
             # being away: try again later rather than leave the turn open for good.

@@ -20,10 +20,9 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contextengine.config import Config
 from contextengine.errors import ContextEngineError, StoreError
 from contextengine.types import TurnInfo
-from contextengine.workers.engine import celery_app, enqueue
+from contextengine.workers.engine import WorkerSettings, celery_app, enqueue
 from contextengine.workers.tables import EVENTS_CHANNEL, connect
 from contextengine.workers.turns import shared_store
 
@@ -79,7 +78,7 @@ class Follow:
 class TurnDispatcher:
     """Accepts turns for workers and streams the events they record."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: WorkerSettings) -> None:
         self.store = shared_store(config)
         self.celery = celery_app(config)
         connect(self.store).close()  # the turn and event tables, made once

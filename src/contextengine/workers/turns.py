@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from contextengine.agent.events import AgentEvent, Done, ErrorEvent, RunResult
 from contextengine.agent.loop import Agent
-from contextengine.config import Config
 from contextengine.errors import ConfigError
 from contextengine.providers.base import Provider
 from contextengine.session.entries import UserEntry
 from contextengine.session.meta import SessionMeta, load_meta
+from contextengine.session.store.choice import StoreSettings
 from contextengine.session.store.postgres import PostgresStore
 from contextengine.workers.tables import TURN_LOCK_PREFIX, add_event, connect
 
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ProviderFor = Callable[[SessionMeta], Provider]
+Resume = Callable[[Path, Provider], Agent]
+"""Resumes a session's agent from its folder with a provider (``Agent.resume`` with the
+worker's config)."""
 
 LOAD_TURN = """
 SELECT t.session, s.directory, t.accepted_at, t.message, t.done
@@ -55,7 +58,7 @@ class QueuedTurn:
     done: bool
 
 
-def shared_store(config: Config) -> PostgresStore:
+def shared_store(config: StoreSettings) -> PostgresStore:
     """The PostgreSQL store turns on workers need (a file store cannot be shared)."""
     if config.store is None or not config.store.lower().startswith(("postgresql:", "postgres:")):
         raise ConfigError(
@@ -64,9 +67,10 @@ def shared_store(config: Config) -> PostgresStore:
     return PostgresStore(config.store)
 
 
-def run_turn(turn_id: int, config: Config, provider_for: ProviderFor) -> str:
+def run_turn(turn_id: int, config: StoreSettings, provider_for: ProviderFor, resume: Resume) -> str:
     """Run queued turn ``turn_id`` to its ``done`` event: ``done``, ``skipped`` (a worker
-    before this one finished it) or ``unknown`` (no such turn)."""
+    before this one finished it) or ``unknown`` (no such turn). The session's agent is
+    ``resume``d with the provider ``provider_for`` its metadata."""
     with connect(shared_store(config)) as conn:
         turn = _load(conn, turn_id)
         if turn is None:
@@ -76,7 +80,7 @@ def run_turn(turn_id: int, config: Config, provider_for: ProviderFor) -> str:
         turn = _load(conn, turn_id)
         if turn is None or turn.done:
             return "skipped"
-        _drive(conn, turn, config, provider_for)
+        _drive(conn, turn, provider_for, resume)
         return "done"
 
 
@@ -89,12 +93,12 @@ def _load(conn: psycopg.Connection[Any], turn_id: int) -> QueuedTurn | None:
 
 
 def _drive(
-    conn: psycopg.Connection[Any], turn: QueuedTurn, config: Config, provider_for: ProviderFor
+    conn: psycopg.Connection[Any], turn: QueuedTurn, provider_for: ProviderFor, resume: Resume
 ) -> None:
     agent: Agent | None = None
     try:
         provider = provider_for(load_meta(turn.directory))
-        agent = Agent.resume(turn.directory, provider, config)
+        agent = resume(turn.directory, provider)
         recorded_at = _recorded_at(agent, turn.accepted_at)
         cancel = _StopFlag(conn, turn.id)
         for event in agent.stream(turn.message, cancel, recorded_at=recorded_at):

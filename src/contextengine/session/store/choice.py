@@ -2,16 +2,40 @@
 
 from __future__ import annotations
 
+from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
-from contextengine.config import Config
 from contextengine.errors import ConfigError
 from contextengine.session.store.files import FileStore
 from contextengine.session.store.postgres import PostgresStore
 from contextengine.session.store.protocol import SessionStore
 
 
-def open_store(config: Config) -> SessionStore:
+class StoreSettings(Protocol):
+    """Where sessions are kept (``Config`` has these; the session package never imports it)."""
+
+    @property
+    def store(self) -> str | None:
+        """The ``store`` setting: a folder, ``file://PATH`` or ``postgresql://...``."""
+        ...
+
+    @property
+    def root(self) -> str | None:
+        """The sessions root (the default is under the workspace)."""
+        ...
+
+    @property
+    def org(self) -> str:
+        """The organization the sessions are filed under."""
+        ...
+
+    @property
+    def team(self) -> str:
+        """The team the sessions are filed under."""
+        ...
+
+
+def open_store(config: StoreSettings) -> SessionStore:
     """The store the config names: PostgreSQL for a ``postgresql://`` URL, else files."""
     if _is_postgres(config.store):
         assert config.store is not None
@@ -20,7 +44,7 @@ def open_store(config: Config) -> SessionStore:
     return FileStore()
 
 
-def sessions_base(config: Config) -> str | None:
+def sessions_base(config: StoreSettings) -> str | None:
     """The folder holding the sessions (``<base>/<org>/<team>/...``), ``None`` for the
     default under the workspace: a file store's folder, else ``root``."""
     folder = _store_folder(config.store)

@@ -15,9 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from contextengine.canonical import canonical_json
-from contextengine.config import McpToolSearch
 from contextengine.toolkit.base import Tool
-from contextengine.toolkit.mcp_servers import McpServer
+from contextengine.toolkit.mcp_servers import McpServer, McpToolSearch
 from contextengine.tools.mcp.adapter import McpTool
 from contextengine.tools.mcp.clients import McpClients, McpStartError
 from contextengine.tools.mcp.search import ToolCall, ToolCatalog, ToolSearch
