@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from contextengine.agent.compaction import Compactor
+from contextengine.agent.allowance import Allowance
 from contextengine.agent.harness import build_harness
 from contextengine.agent.hooks import Harness
 from contextengine.agent.model_calls import TokenGauge
@@ -100,6 +101,7 @@ class AgentParts:
     compactor: Compactor
     pruner: Pruner
     gauge: TokenGauge
+    allowance: Allowance | None = None  # what the tail and reboots may cost
     mcp: McpAttachment | None = None  # the session's MCP servers, closed with the agent
 
     @classmethod
@@ -193,6 +195,8 @@ class AgentParts:
         display = tool_context.workspace.display
         externalizer = Externalizer(session.layout.artifacts, display)
         gauge = TokenGauge()
+        pruner = Pruner(session, config, externalizer, getattr(provider, "model", ""))
+        allowance = Allowance(config.overhead_share, *pruner.cache_prices)
         return cls(
             provider=provider,
             config=config,
@@ -221,10 +225,12 @@ class AgentParts:
                 traits=toolset.traits,
                 tool_names=toolset.names,
                 call_traits=getattr(toolset, "call_traits", None),
+                allowance=allowance,
             ),
             compactor=Compactor(session, config, display, gauge.of_chunks),
-            pruner=Pruner(session, config, externalizer, getattr(provider, "model", "")),
+            pruner=pruner,
             gauge=gauge,
+            allowance=allowance,
             mcp=mcp,
         )
 
