@@ -31,7 +31,9 @@ class Recording(StreamingProvider):
 def _run(wire, make_provider, tmp_path):
     script = coding_script(sys.executable)
     with FakeModelServer(wire, script) as server:
-        agent = Agent(Recording(make_provider(server.base_url)), tmp_path / "ws", Config(overhead_share=None))
+        agent = Agent(
+            Recording(make_provider(server.base_url)), tmp_path / "ws", Config(overhead_share=None)
+        )
         result = agent.run("Create calc.py with add(a, b) and a test, and make the test pass.")
         bodies = [r.json() for r in server.answered]
     return agent, result, bodies

@@ -393,13 +393,21 @@ def test_lessons_reach_the_next_session_and_a_broken_injector_is_skipped(tmp_pat
 
 def test_flags_switch_the_harness_parts_off(tmp_path):
     script = [{"content": "Nothing to do in this workspace today."}]
-    quiet, provider = make_agent(tmp_path / "a", list(script), Config(overhead_share=None, working_memory=False))
+    quiet, provider = make_agent(
+        tmp_path / "a", list(script), Config(overhead_share=None, working_memory=False)
+    )
     quiet.run("Hello.")
     assert not any((quiet.session_dir / n).exists() for n in MEMORY_FILES)
     assert not any(n.startswith("memory_") for n in provider.requests[0].tool_names)
     assert provider.requests[0].messages[-1]["content"].startswith(TAIL_HEADING)
 
-    off = Config(overhead_share=None, working_memory=False, reminders=False, recitation=False, injection=False)
+    off = Config(
+        overhead_share=None,
+        working_memory=False,
+        reminders=False,
+        recitation=False,
+        injection=False,
+    )
     plain, provider = make_agent(tmp_path / "b", list(script), off)
     assert isinstance(plain.harness, NullHarness)
     plain.run("Hello.")
@@ -447,7 +455,9 @@ def test_the_tail_lists_unresolved_errors_when_it_recites_in_full(tmp_path):
     assert tail.endswith("NameError: name 'undefined_name' is not defined")
     assert "\nRecent errors (unresolved):\n- shell_exec python3 -c " in tail
 
-    quiet, provider = make_agent(tmp_path / "q", list(script), Config(overhead_share=None, max_preserved_errors=0))
+    quiet, provider = make_agent(
+        tmp_path / "q", list(script), Config(overhead_share=None, max_preserved_errors=0)
+    )
     quiet.run("Probe python.")
     assert "Recent errors" not in main_requests(provider)[-1].messages[-1]["content"]
 

@@ -54,15 +54,24 @@ def test_agent_starts_in_the_mode_given_else_the_configs(tmp_path: Path) -> None
     assert Agent(provider, tmp_path / "a", Config(overhead_share=None)).mode is None
     configured = Agent(provider, tmp_path / "b", Config(overhead_share=None, mode="knowledge"))
     assert configured.mode == "KNOWLEDGE" and configured.mask is MODES["KNOWLEDGE"]
-    chosen = Agent(provider, tmp_path / "c", Config(overhead_share=None, mode="KNOWLEDGE"), mode="CODE")
+    chosen = Agent(
+        provider, tmp_path / "c", Config(overhead_share=None, mode="KNOWLEDGE"), mode="CODE"
+    )
     assert chosen.mode == "CODE"
 
 
 def test_unknown_mode_is_a_config_error_listing_the_six(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
-        Agent(ScriptedProvider([ANSWER]), tmp_path / "ws", Config(overhead_share=None), mode="PLANNING")
+        Agent(
+            ScriptedProvider([ANSWER]),
+            tmp_path / "ws",
+            Config(overhead_share=None),
+            mode="PLANNING",
+        )
     assert all(name in str(caught.value) for name in MODE_NAMES)
-    agent = Agent(ScriptedProvider([ANSWER]), tmp_path / "ws2", Config(overhead_share=None), mode="CODE")
+    agent = Agent(
+        ScriptedProvider([ANSWER]), tmp_path / "ws2", Config(overhead_share=None), mode="CODE"
+    )
     with pytest.raises(ConfigError, match="unknown mode 'nope'"):
         agent.set_mode("nope")
     assert agent.mode == "CODE"
@@ -85,7 +94,9 @@ def test_a_call_outside_the_mode_gets_the_guards_error_and_never_runs(tmp_path: 
 
 def test_search_mode_refuses_the_shell_and_names_what_it_allows(tmp_path: Path) -> None:
     script = [step(call("shell_exec", command="ls"), todo("in_progress")), ANSWER]
-    agent = Agent(ScriptedProvider(script), tmp_path / "ws", Config(overhead_share=None), mode="SEARCH")
+    agent = Agent(
+        ScriptedProvider(script), tmp_path / "ws", Config(overhead_share=None), mode="SEARCH"
+    )
     agent.run("Look something up.")
     shell, plan = results(agent)
     assert shell.error_class == "masked_tool"
@@ -173,7 +184,9 @@ def test_a_finished_plan_lets_a_call_requiring_mask_answer(tmp_path: Path) -> No
 def test_masking_off_turns_off_the_guard_and_the_decode_time_mask(tmp_path: Path) -> None:
     script = [step(call("file_write", path="x.txt", content="x")), ANSWER]
     provider = ScriptedProvider(script)
-    agent = Agent(provider, tmp_path / "ws", Config(overhead_share=None, masking=False), mode="CHAT")
+    agent = Agent(
+        provider, tmp_path / "ws", Config(overhead_share=None, masking=False), mode="CHAT"
+    )
     assert agent.mode == "CHAT"
     agent.run("Write x.txt")
     assert (tmp_path / "ws" / "x.txt").read_text() == "x"
@@ -181,11 +194,17 @@ def test_masking_off_turns_off_the_guard_and_the_decode_time_mask(tmp_path: Path
 
 
 def test_a_mode_survives_resume_only_when_asked(tmp_path: Path) -> None:
-    agent = Agent(ScriptedProvider([ANSWER]), tmp_path / "ws", Config(overhead_share=None), mode="THINKING")
+    agent = Agent(
+        ScriptedProvider([ANSWER]), tmp_path / "ws", Config(overhead_share=None), mode="THINKING"
+    )
     agent.run("think")
-    resumed = Agent.resume(agent.session_dir, ScriptedProvider([ANSWER]), Config(overhead_share=None))
+    resumed = Agent.resume(
+        agent.session_dir, ScriptedProvider([ANSWER]), Config(overhead_share=None)
+    )
     assert resumed.mode is None
-    again = Agent.resume(agent.session_dir, ScriptedProvider([ANSWER]), Config(overhead_share=None), mode="CODE")
+    again = Agent.resume(
+        agent.session_dir, ScriptedProvider([ANSWER]), Config(overhead_share=None), mode="CODE"
+    )
     assert again.mode == "CODE"
 
 

@@ -32,8 +32,10 @@ class Allowance:
     def cost(self, usage: Usage) -> float:
         """The input cost of a call's ``usage`` in price units."""
         uncached = usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens
-        return max(0, uncached) + self.read * usage.cached_tokens + self.write * (
-            usage.cache_write_tokens
+        return (
+            max(0, uncached)
+            + self.read * usage.cached_tokens
+            + self.write * (usage.cache_write_tokens)
         )
 
     def observe(self, purpose: str, usage: Usage) -> None:

@@ -14,8 +14,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from contextengine.agent.compaction import Compactor
 from contextengine.agent.allowance import Allowance
+from contextengine.agent.compaction import Compactor
 from contextengine.agent.harness import build_harness
 from contextengine.agent.hooks import Harness
 from contextengine.agent.model_calls import TokenGauge

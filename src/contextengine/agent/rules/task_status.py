@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
-from contextengine.memory.plan import Plan
 from contextengine.context.tokens import count_tokens
+from contextengine.memory.plan import Plan
 from contextengine.memory.status import TailRecital, errors_block, task_status
 from contextengine.types import ToolCall
 
