@@ -140,6 +140,14 @@ class Config(BaseSettings):
         description="The most a prune may lose if the run ends right after it, beyond the "
         "savings earlier prunes banked, as a share of what the history has cost so far.",
     )
+    overhead_share: float | None = Field(
+        0.01,
+        ge=0,
+        description="The most the optional overheads (the task-status tail, a 3-strike "
+        "reboot) may add, as a share of what the session's requests have cost without them "
+        "so far: a short or error-heavy run is never much dearer than a plain chat (unset: "
+        "no limit, every request ends with the tail and a reboot is asked at once).",
+    )
     cache_expiry_s: float | None = Field(
         None,
         ge=0,

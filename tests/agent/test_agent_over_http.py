@@ -31,7 +31,9 @@ class Recording(StreamingProvider):
 def _run(wire, make_provider, tmp_path):
     script = coding_script(sys.executable)
     with FakeModelServer(wire, script) as server:
-        agent = Agent(Recording(make_provider(server.base_url)), tmp_path / "ws", Config())
+        agent = Agent(
+            Recording(make_provider(server.base_url)), tmp_path / "ws", Config(overhead_share=None)
+        )
         result = agent.run("Create calc.py with add(a, b) and a test, and make the test pass.")
         bodies = [r.json() for r in server.answered]
     return agent, result, bodies
@@ -114,7 +116,7 @@ def test_provider_failure_ends_the_run_cleanly_and_keeps_the_record(tmp_path, wi
         ),
     }[wire]
     with FakeModelServer(wire, [], failures=[500, 500]) as server:
-        agent = Agent(make(server.base_url), tmp_path / "ws", Config())
+        agent = Agent(make(server.base_url), tmp_path / "ws", Config(overhead_share=None))
         result = agent.run("Do something.")
     assert result.status == "error" and result.error
     assert "\n" not in result.error.strip()

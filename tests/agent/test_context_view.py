@@ -14,7 +14,7 @@ def test_each_part_and_its_cached_share_after_the_last_call(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "CODE_LAW.md").write_text("Always write tests first.\n")
-    agent = Agent(ScriptedProvider([ANSWER] * 8), tmp_path, Config())
+    agent = Agent(ScriptedProvider([ANSWER] * 8), tmp_path, Config(overhead_share=None))
     before = {p.name: p for p in agent.context_parts()}
     assert {"tools", "system", "CODE_LAW", "tail"} <= set(before)
     assert all(p.cached_tokens == 0 for p in before.values()), "no call yet: nothing cached"
@@ -28,7 +28,7 @@ def test_each_part_and_its_cached_share_after_the_last_call(
 
 def test_a_compaction_summary_is_its_own_part(tmp_path: Path) -> None:
     summary = {"content": "## Summary\nThe user asked three times; all was in order."}
-    config = Config(keep_rounds=1)
+    config = Config(overhead_share=None, keep_rounds=1)
     agent = Agent(ScriptedProvider([ANSWER, ANSWER, ANSWER, summary]), tmp_path, config)
     for n in range(3):
         agent.run(f"Check the workspace, round {n}.")

@@ -113,7 +113,9 @@ def _agent(tmp_path: Path, script: list[dict]) -> Agent:
     base = with_memory_tools(default_toolset())
     tools = [t for name in base.names if (t := base.get(name)) is not None]
     toolset = Toolset([*tools, _Peek(), _Zap()])
-    return Agent(ScriptedProvider(script), tmp_path / "ws", Config(), tools=toolset)
+    return Agent(
+        ScriptedProvider(script), tmp_path / "ws", Config(overhead_share=None), tools=toolset
+    )
 
 
 def _step(name: str) -> dict:
@@ -183,7 +185,9 @@ def test_without_a_plan_tool_a_status_names_the_memory_folder_once_findings_are_
     tmp_path: Path,
 ) -> None:
     provider = ScriptedProvider([_step("peek"), _step("peek"), {"content": "Nothing new here."}])
-    Agent(provider, tmp_path / "ws", Config(), tools=Toolset([_Peek()])).run("Look around.")
+    Agent(provider, tmp_path / "ws", Config(overhead_share=None), tools=Toolset([_Peek()])).run(
+        "Look around."
+    )
     requests = [r.messages for r in provider.requests if r.purpose == "main"]
     assert requests[0][-1]["content"] == "Look around.", "nothing to recite: the task was just said"
     assert requests[1][-1]["role"] == "tool", "no line repeating nothing new"
@@ -199,9 +203,12 @@ def test_without_a_plan_tool_a_status_names_the_memory_folder_once_findings_are_
     with_plan = ScriptedProvider([_step("peek"), {"content": "Nothing new here."}])
     todo_write = default_toolset().get("todo_write")
     assert todo_write is not None
-    Agent(with_plan, tmp_path / "ws2", Config(), tools=Toolset([_Peek(), todo_write])).run(
-        "Look around."
-    )
+    Agent(
+        with_plan,
+        tmp_path / "ws2",
+        Config(overhead_share=None),
+        tools=Toolset([_Peek(), todo_write]),
+    ).run("Look around.")
     assert with_plan.requests[1].messages[-1]["content"] == "No plan yet."
 
 

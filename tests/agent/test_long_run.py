@@ -60,7 +60,9 @@ def test_long_single_task_compacts_and_keeps_the_plan(tmp_path):
         return next(script)
 
     provider = ScriptedProvider(respond)
-    agent = Agent(provider, workspace, Config(context_window=20_000, max_steps=400))
+    agent = Agent(
+        provider, workspace, Config(overhead_share=None, context_window=20_000, max_steps=400)
+    )
     result = agent.run(GOAL)
     assert result.status == "completed", result.error
     assert result.steps > 300

@@ -51,18 +51,27 @@ def tools_text(body: bytes) -> str:
 
 def test_agent_starts_in_the_mode_given_else_the_configs(tmp_path: Path) -> None:
     provider = ScriptedProvider([ANSWER])
-    assert Agent(provider, tmp_path / "a", Config()).mode is None
-    configured = Agent(provider, tmp_path / "b", Config(mode="knowledge"))
+    assert Agent(provider, tmp_path / "a", Config(overhead_share=None)).mode is None
+    configured = Agent(provider, tmp_path / "b", Config(overhead_share=None, mode="knowledge"))
     assert configured.mode == "KNOWLEDGE" and configured.mask is MODES["KNOWLEDGE"]
-    chosen = Agent(provider, tmp_path / "c", Config(mode="KNOWLEDGE"), mode="CODE")
+    chosen = Agent(
+        provider, tmp_path / "c", Config(overhead_share=None, mode="KNOWLEDGE"), mode="CODE"
+    )
     assert chosen.mode == "CODE"
 
 
 def test_unknown_mode_is_a_config_error_listing_the_six(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
-        Agent(ScriptedProvider([ANSWER]), tmp_path / "ws", Config(), mode="PLANNING")
+        Agent(
+            ScriptedProvider([ANSWER]),
+            tmp_path / "ws",
+            Config(overhead_share=None),
+            mode="PLANNING",
+        )
     assert all(name in str(caught.value) for name in MODE_NAMES)
-    agent = Agent(ScriptedProvider([ANSWER]), tmp_path / "ws2", Config(), mode="CODE")
+    agent = Agent(
+        ScriptedProvider([ANSWER]), tmp_path / "ws2", Config(overhead_share=None), mode="CODE"
+    )
     with pytest.raises(ConfigError, match="unknown mode 'nope'"):
         agent.set_mode("nope")
     assert agent.mode == "CODE"
@@ -71,7 +80,7 @@ def test_unknown_mode_is_a_config_error_listing_the_six(tmp_path: Path) -> None:
 def test_a_call_outside_the_mode_gets_the_guards_error_and_never_runs(tmp_path: Path) -> None:
     script = [step(call("file_write", path="x.txt", content="x")), ANSWER]
     provider = ScriptedProvider(script)
-    agent = Agent(provider, tmp_path / "ws", Config(), mode="CHAT")
+    agent = Agent(provider, tmp_path / "ws", Config(overhead_share=None), mode="CHAT")
     result = agent.run("Write x.txt")
     assert result.status == "completed"
     assert not (tmp_path / "ws" / "x.txt").exists()
@@ -85,7 +94,9 @@ def test_a_call_outside_the_mode_gets_the_guards_error_and_never_runs(tmp_path: 
 
 def test_search_mode_refuses_the_shell_and_names_what_it_allows(tmp_path: Path) -> None:
     script = [step(call("shell_exec", command="ls"), todo("in_progress")), ANSWER]
-    agent = Agent(ScriptedProvider(script), tmp_path / "ws", Config(), mode="SEARCH")
+    agent = Agent(
+        ScriptedProvider(script), tmp_path / "ws", Config(overhead_share=None), mode="SEARCH"
+    )
     agent.run("Look something up.")
     shell, plan = results(agent)
     assert shell.error_class == "masked_tool"
@@ -97,7 +108,7 @@ def test_set_mode_changes_the_mask_from_the_next_step_and_never_the_tools(
     tmp_path: Path,
 ) -> None:
     provider = ScriptedProvider([ANSWER, ANSWER, ANSWER, ANSWER])
-    agent = Agent(provider, tmp_path / "ws", Config(), mode="CODE")
+    agent = Agent(provider, tmp_path / "ws", Config(overhead_share=None), mode="CODE")
     agent.run("one")
     agent.set_mode("search")
     assert agent.mode == "SEARCH"
@@ -127,7 +138,7 @@ def test_wire_tools_are_the_same_bytes_in_every_mode(tmp_path: Path, wire: str) 
             provider = OpenAIProvider("gpt-test", api_key="k", base_url=server.base_url)
         else:
             provider = AnthropicProvider("claude-test", api_key="k", base_url=server.base_url)
-        agent = Agent(provider, tmp_path / "ws", Config())
+        agent = Agent(provider, tmp_path / "ws", Config(overhead_share=None))
         for mode in modes:
             agent.set_mode(mode)
             agent.run(f"turn in {mode}")
@@ -161,7 +172,7 @@ def test_wire_tools_are_the_same_bytes_in_every_mode(tmp_path: Path, wire: str) 
 def test_a_finished_plan_lets_a_call_requiring_mask_answer(tmp_path: Path) -> None:
     script = [step(todo("in_progress", "pending")), step(todo("done", "done")), ANSWER]
     provider = ScriptedProvider(script)
-    agent = Agent(provider, tmp_path / "ws", Config())
+    agent = Agent(provider, tmp_path / "ws", Config(overhead_share=None))
     agent.mask = ToolMask.only("todo_", "file_", mode="specified")
     result = agent.run("Do the two steps.")
     assert result.status == "completed"
@@ -173,7 +184,9 @@ def test_a_finished_plan_lets_a_call_requiring_mask_answer(tmp_path: Path) -> No
 def test_masking_off_turns_off_the_guard_and_the_decode_time_mask(tmp_path: Path) -> None:
     script = [step(call("file_write", path="x.txt", content="x")), ANSWER]
     provider = ScriptedProvider(script)
-    agent = Agent(provider, tmp_path / "ws", Config(masking=False), mode="CHAT")
+    agent = Agent(
+        provider, tmp_path / "ws", Config(overhead_share=None, masking=False), mode="CHAT"
+    )
     assert agent.mode == "CHAT"
     agent.run("Write x.txt")
     assert (tmp_path / "ws" / "x.txt").read_text() == "x"
@@ -181,11 +194,17 @@ def test_masking_off_turns_off_the_guard_and_the_decode_time_mask(tmp_path: Path
 
 
 def test_a_mode_survives_resume_only_when_asked(tmp_path: Path) -> None:
-    agent = Agent(ScriptedProvider([ANSWER]), tmp_path / "ws", Config(), mode="THINKING")
+    agent = Agent(
+        ScriptedProvider([ANSWER]), tmp_path / "ws", Config(overhead_share=None), mode="THINKING"
+    )
     agent.run("think")
-    resumed = Agent.resume(agent.session_dir, ScriptedProvider([ANSWER]), Config())
+    resumed = Agent.resume(
+        agent.session_dir, ScriptedProvider([ANSWER]), Config(overhead_share=None)
+    )
     assert resumed.mode is None
-    again = Agent.resume(agent.session_dir, ScriptedProvider([ANSWER]), Config(), mode="CODE")
+    again = Agent.resume(
+        agent.session_dir, ScriptedProvider([ANSWER]), Config(overhead_share=None), mode="CODE"
+    )
     assert again.mode == "CODE"
 
 
@@ -194,7 +213,7 @@ def test_the_reboot_request_allows_no_tool_and_the_mode_comes_back(tmp_path: Pat
     reboot_answer = {"content": "1. Search.\n2. Tried the shell.\n3. Masked.\n4. Answer.\n5. No."}
     script = [shell, shell, shell, reboot_answer, ANSWER]
     provider = ScriptedProvider(script)
-    agent = Agent(provider, tmp_path / "ws", Config(), mode="SEARCH")
+    agent = Agent(provider, tmp_path / "ws", Config(overhead_share=None), mode="SEARCH")
     result = agent.run("Look it up.")
     assert result.status == "completed"
     assert [r.purpose for r in provider.requests] == ["main"] * 3 + ["reboot", "main"]

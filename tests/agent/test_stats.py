@@ -54,7 +54,7 @@ def run_session(tmp_path: Path) -> tuple[Agent, list]:
         return {"content": SUMMARY} if request.purpose == "summary" else next(replies)
 
     workspace = tmp_path / "ws"
-    config = Config(context_window=9000, keep_rounds=2, sandbox=False)
+    config = Config(overhead_share=None, context_window=9000, keep_rounds=2, sandbox=False)
     agent = Agent(ScriptedProvider(respond), workspace, config)
     events = list(agent.stream("Probe python and write a.txt."))
     for r in range(1, 6):
@@ -124,7 +124,7 @@ def test_counters_follow_single_events() -> None:
 
 
 def test_a_new_agent_starts_at_zero(tmp_path: Path) -> None:
-    agent = Agent(ScriptedProvider([]), tmp_path / "ws", Config())
+    agent = Agent(ScriptedProvider([]), tmp_path / "ws", Config(overhead_share=None))
     stats = agent.stats()
     assert stats["calls_total"] == 0 and stats["cache_hit_rate"] == 0.0
     assert stats["tool_errors"] == {} and stats["strikes"] == 0

@@ -64,7 +64,7 @@ def test_text_mode_run_with_an_unparseable_reply_and_a_bad_argument(tmp_path):
             },
         ]
     )
-    agent = Agent(provider, tmp_path, Config(), protocol="text")
+    agent = Agent(provider, tmp_path, Config(overhead_share=None), protocol="text")
     result = agent.run("What is in notes.txt?")
     assert result.status == "completed"
     assert result.final_answer == "notes.txt holds two lines: alpha and beta."
@@ -98,7 +98,7 @@ def test_astream_yields_the_same_events(tmp_path):
             {"content": "The workspace holds no files yet, nothing to report."},
         ]
     )
-    agent = Agent(provider, tmp_path, Config())
+    agent = Agent(provider, tmp_path, Config(overhead_share=None))
 
     async def collect():
         return [event async for event in agent.astream("List the files.")]
@@ -119,7 +119,7 @@ def test_three_invalid_replies_trigger_the_three_strike_reboot(tmp_path):
             {"content": "Thought: done\nAction: Finish[I could not find the file, sorry.]"},
         ]
     )
-    agent = Agent(provider, tmp_path, Config(), protocol="text")
+    agent = Agent(provider, tmp_path, Config(overhead_share=None), protocol="text")
     result = agent.run("Find the file.")
     assert result.status == "completed"
     purposes = [r.purpose for r in provider.requests]

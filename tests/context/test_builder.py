@@ -172,14 +172,21 @@ def test_l1_and_tool_changes_are_reported(tmp_path):
 
 
 def test_diversity_is_frozen_at_append_and_varies_across_entries(tmp_path):
+    body = "line of output\n" * 40
     session = Session.create(tmp_path / "s", session_id="div")
-    contents = [_tool_step(session, n).messages[0]["content"] for n in range(12)]
+    contents = [_tool_step(session, n, body).messages[0]["content"] for n in range(12)]
     assert len(set(contents)) > 1
-    assert all(c.endswith("ok") for c in contents)
+    assert all(c.endswith(body) for c in contents)
     reopened = Session.open(tmp_path / "s")
     assert [r.messages for r in reopened.records] == [r.messages for r in session.records]
     plain = Session.create(tmp_path / "p", session_id="div", style=RenderStyle(diversity=False))
-    assert {_tool_step(plain, n).messages[0]["content"] for n in range(12)} == {"ok"}
+    assert {_tool_step(plain, n, body).messages[0]["content"] for n in range(12)} == {body}
+
+
+def test_a_result_too_small_for_its_label_stays_plain(tmp_path):
+    # a label adding more than LABEL_MAX_SHARE of a result would be paid on every request
+    session = Session.create(tmp_path / "s", session_id="div")
+    assert {_tool_step(session, n).messages[0]["content"] for n in range(12)} == {"ok"}
 
 
 def test_round_scratchpad_mode_shows_full_observations_of_the_round(tmp_path):

@@ -259,7 +259,7 @@ def test_a_recorded_todo_tool_is_the_plan_the_tail_recites(tmp_path: Path) -> No
             {"assistant": "The bug is fixed in a.py.", "observation": ""},
         ],
     }
-    replay(parse_trajectory(data, "todo"), Config(), dump=tmp_path)
+    replay(parse_trajectory(data, "todo"), Config(overhead_share=None), dump=tmp_path)
     tails = [
         json.loads((tmp_path / f"request-{n:04d}.json").read_text())["messages"][-1]["content"]
         for n in range(4)
@@ -312,7 +312,8 @@ def _shell_run(observations: list[tuple[str, str]]) -> dict[str, Any]:
 )
 def test_recorded_searches_that_found_nothing_are_no_strikes(silent: str) -> None:
     greps = [(f"grep -n 'def parse{k}' src/app.py", silent) for k in range(4)]
-    figures = Replayer(parse_trajectory(_shell_run(greps))).engine(Config())
+    # no overhead limit: a strike would reboot at once, so none may be counted
+    figures = Replayer(parse_trajectory(_shell_run(greps))).engine(Config(overhead_share=None))
     assert figures.side_calls == ()
 
 
@@ -324,7 +325,7 @@ def test_recorded_failures_with_a_message_or_of_other_commands_still_strike() ->
         [("./check.sh", silent)] * 3,  # not a search: its status 1 is a failure
         [("grep -n x src/app.py", "<returncode>2</returncode>\n<output>\n</output>")] * 3,
     ):
-        figures = Replayer(parse_trajectory(_shell_run(run))).engine(Config())
+        figures = Replayer(parse_trajectory(_shell_run(run))).engine(Config(overhead_share=None))
         assert [s["purpose"] for s in figures.side_calls] == ["reboot"], run
 
 

@@ -140,18 +140,18 @@ class Compactor:
     ) -> Generator[AgentEvent, None, tuple[str | None, str]]:
         """The new summary, or ``None`` and the line saying why there is none.
 
-        The request is the whole current history with the instruction; when that would
-        not fit the window, the history up to the last record leaving the view (still a
-        prefix of the cached request, and all the summary needs).
+        The request is the history up to the last record leaving the view, then the
+        instruction: a prefix of the cached request, and all the summary needs. The records
+        that stay would only be read for nothing, and the newest of them written to the
+        cache for nothing (the request after the compaction rewrites all that follows the
+        summary anyway).
         """
         limit = summary_tokens(self._config.context_window)
         instruction = summary_instruction(plan, limit)
-        request = summary_request(instruction, None)
-        if self._size(request.chunks) > self._config.context_window:
-            leaving = {r.index for r in (*plan.absorbed, *plan.removed)}
-            live = self._session.live
-            upto = 1 + max(k for k, r in enumerate(live) if r.index in leaving)
-            request = summary_request(instruction, upto)
+        leaving = {r.index for r in (*plan.absorbed, *plan.removed)}
+        live = self._session.live
+        upto = 1 + max(k for k, r in enumerate(live) if r.index in leaving)
+        request = summary_request(instruction, upto)
         if self._size(request.chunks) > self._config.context_window:
             return None, FAILED_MESSAGE.format(reason=TOO_LARGE)
         try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from contextengine.agent.allowance import Allowance
 from contextengine.agent.events import AgentEvent, MemoryUpdate, RunResult
 from contextengine.agent.hooks import Harness, HookResult, NullHarness
 from contextengine.agent.rules.base import HarnessContext, Rule
@@ -186,9 +187,17 @@ class DefaultHarness(RuleHarness):
         tool_names: Sequence[str] = (),
         versions: MemoryRepo | None = None,
         call_traits: Callable[[ToolCall], ToolTraits] | None = None,
+        allowance: Allowance | None = None,
     ) -> None:
         ctx = HarnessContext.of(
-            session, memory, workspace, traits, model, tool_names, call_traits=call_traits
+            session,
+            memory,
+            workspace,
+            traits,
+            model,
+            tool_names,
+            call_traits=call_traits,
+            allowance=allowance,
         )
         rules = default_rules(
             ctx,
@@ -212,13 +221,15 @@ def build_harness(
     traits: Callable[[str], ToolTraits] = lambda _: UNDECLARED,
     tool_names: Sequence[str] = (),
     call_traits: Callable[[ToolCall], ToolTraits] | None = None,
+    allowance: Allowance | None = None,
 ) -> Harness:
     """The default harness for an agent, or the null one when every harness flag is off.
 
     ``injectors`` run after the built-in ones (when the ``injection`` flag is on);
     ``traits`` says what each tool (by name) declares, as ``Toolset.traits`` does, and
     ``tool_names`` which tools the session has (the task-status tail needs a plan tool);
-    ``call_traits``, where given, what one call declares (``Toolset.call_traits``). With
+    ``call_traits``, where given, what one call declares (``Toolset.call_traits``);
+    ``allowance``: what the tail and reboots may cost (``None``: no limit). With
     ``memory_git`` on (and working memory), the memory files are committed per turn;
     ``ConfigError`` when git is missing.
     """
@@ -250,4 +261,5 @@ def build_harness(
         tool_names=tool_names,
         versions=versions,
         call_traits=call_traits,
+        allowance=allowance,
     )

@@ -138,7 +138,7 @@ class Agent:
         self.mask = mask
         self.mask_rules = MaskRules(self.config.flags.masking, self.toolset)
         self.calls = ModelCalls(
-            parts.provider, self.session, self.config.record_requests, self.gauge
+            parts.provider, self.session, self.config.record_requests, self.gauge, parts.allowance
         )
         self.tool_step = ToolStep(
             self.session,

@@ -13,6 +13,7 @@ import time
 from collections.abc import Generator, Sequence
 from dataclasses import replace
 
+from contextengine.agent.allowance import Allowance
 from contextengine.agent.events import AgentEvent, ModelCallEvent, Thinking, UsageEvent
 from contextengine.agent.replies import valid_reply
 from contextengine.agent.request_log import RequestLog
@@ -59,10 +60,16 @@ class ModelCalls:
     """Asks the provider and accounts for every call (monitor, logs, usage events)."""
 
     def __init__(
-        self, provider: Provider, session: Session, record_requests: bool, gauge: TokenGauge
+        self,
+        provider: Provider,
+        session: Session,
+        record_requests: bool,
+        gauge: TokenGauge,
+        allowance: Allowance | None = None,
     ) -> None:
         self.provider = provider
         self.gauge = gauge
+        self.allowance = allowance  # charged with every call's cost
         self.monitor = PrefixMonitor()
         self.usage_log = UsageLog(session.stored.append_usage)
         self.request_log = RequestLog(session.layout.requests) if record_requests else None
@@ -122,6 +129,8 @@ class ModelCalls:
         self.count += 1
         if request.purpose == "main":
             self.gauge.observe(request, usage.input_tokens)
+        if self.allowance is not None:
+            self.allowance.observe(request.purpose, usage)
         if self.request_log is not None:
             self.request_log.append(request)
         self.usage_log.append(UsageRecord.of(self.count, request.purpose, usage, report))

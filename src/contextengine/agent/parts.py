@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from contextengine.agent.allowance import Allowance
 from contextengine.agent.compaction import Compactor
 from contextengine.agent.harness import HarnessSettings, build_harness
 from contextengine.agent.hooks import Harness
@@ -102,6 +103,7 @@ class AgentParts:
     compactor: Compactor
     pruner: Pruner
     gauge: TokenGauge
+    allowance: Allowance | None = None  # what the tail and reboots may cost
     mcp: McpAttachment | None = None  # the session's MCP servers, closed with the agent
 
     @classmethod
@@ -198,6 +200,10 @@ class AgentParts:
         display = tool_context.workspace.display
         externalizer = Externalizer(session.layout.artifacts, display)
         gauge = TokenGauge()
+        pruner = pruner_of(config, session, externalizer, provider.cache_policy)
+        allowance = Allowance(
+            config.overhead_share, pruner.cache.read_price, pruner.cache.write_price
+        )
         return cls(
             provider=provider,
             config=config,
@@ -210,12 +216,15 @@ class AgentParts:
             externalizer=externalizer,
             processor=_processor(config, externalizer, toolset, session),
             harness=harness
-            or _harness(config, provider, session, memory, tool_context, toolset, injectors),
+            or _harness(
+                config, provider, session, memory, tool_context, toolset, injectors, allowance
+            ),
             compactor=Compactor(
                 session, config.settings(CompactionSettings), display, gauge.of_chunks
             ),
-            pruner=pruner_of(config, session, externalizer, provider.cache_policy),
+            pruner=pruner,
             gauge=gauge,
+            allowance=allowance,
             mcp=mcp,
         )
 
@@ -255,8 +264,10 @@ def _harness(
     tool_context: ToolContext,
     toolset: ToolRunner,
     injectors: Sequence[Injector],
+    allowance: Allowance,
 ) -> Harness:
-    """The default harness of the session (``build_harness``), with its settings."""
+    """The default harness of the session (``build_harness``), with its settings and the
+    session's overhead ``allowance``."""
     return build_harness(
         session=session,
         memory=memory,
@@ -267,6 +278,7 @@ def _harness(
         traits=toolset.traits,
         tool_names=toolset.names,
         call_traits=getattr(toolset, "call_traits", None),
+        allowance=allowance,
     )
 
 

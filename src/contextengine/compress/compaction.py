@@ -34,7 +34,7 @@ SUMMARY_HEADING = "## 📌 Archived Session Summary"
 TIMEOUT_MESSAGE = "Summary generation timed out, keeping recent history only."
 # Inside one long round, the newest step groups kept verbatim may fill this share of the
 # window (estimated); the rest of the round before them is archived.
-IN_ROUND_KEEP_SHARE = 0.3
+IN_ROUND_KEEP_SHARE = 0.2
 # Room set aside for the new summary: this share of the window, at most SUMMARY_MAX_TOKENS;
 # the summary instruction asks the model to stay within it.
 SUMMARY_SHARE = 0.1

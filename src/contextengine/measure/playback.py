@@ -25,6 +25,7 @@ from contextengine.compress.compressors import tool_category
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.measure.accounting import CacheAccountant, CallCost
+from contextengine.measure.summaries import identifier_summary
 from contextengine.measure.trajectory import RecordedStep, Trajectory
 from contextengine.providers.base import StreamingProvider
 from contextengine.toolkit.base import ToolOutcome
@@ -41,16 +42,15 @@ _EMPTY_ELEMENT = re.compile(r"<(\w+)>\s*</\1>")
 
 PSEUDO_TOOL = "observation"
 SHARED_OBSERVATION = "(the output of this call is included in the first result of this step)"
-SUMMARY_STEPS = 20
-SUMMARY_FILES = 20
-SUMMARY_LINE_CHARS = 160
+SUMMARY_FALLBACK_TOKENS = 2_000  # an instruction that states no budget
+_QUOTED = re.compile(r"«(.*?)»", re.S)
+_BUDGET = re.compile(r"Stay under ([\d,]+) tokens")
 REBOOT_ANSWER = """\
 3. What went wrong: the last attempts failed the same way; the error output above says why.
 4. What to try differently: re-read the failing code and the full error before the next change.
 5. Human help: not needed yet; continuing with the plan."""
 
 _SHELL_BLOCK = re.compile(r"```(?:bash|sh|shell)[ \t]*\n(.*?)\n?```", re.S)
-_PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
 _PLAN_TRAITS = ToolTraits(category="plan", compressor="todo")
 
 
@@ -191,7 +191,7 @@ class ReplayProvider(StreamingProvider):
             reply = self._step_reply(step)
             output = sum(count(t) for t in output_text(self.script.trajectory.steps[step]))
         else:
-            reply = ModelReply(content=self._side_answer(request.purpose))
+            reply = ModelReply(content=self._side_answer(request))
             output = count(reply.content)
         cost = self.accountant.charge(request, output)
         self.calls.append(ReplayCall(request, reply, cost, step, self._last_step))
@@ -223,43 +223,32 @@ class ReplayProvider(StreamingProvider):
             finish_reason="tool_calls" if calls else "stop",
         )
 
-    def _side_answer(self, purpose: str) -> str:
-        if purpose == "summary":
-            return summary_text(self.script.trajectory, self._last_step + 1)
+    def _side_answer(self, request: Request) -> str:
+        if request.purpose == "summary":
+            return compaction_summary(request, self.accountant.counter.count)
         return REBOOT_ANSWER
 
 
-def summary_text(trajectory: Trajectory, steps_done: int) -> str:
-    """A compaction summary in the fixed template, filled from the first ``steps_done``
-    recorded steps: the goal, the latest step notes and the files the calls touched."""
-    steps = trajectory.steps[:steps_done]
-    notes = [_first_line(s.assistant) for s in steps if s.assistant.strip()][-SUMMARY_STEPS:]
-    files: list[str] = []
-    for step in steps:
-        for call in step.tool_calls:
-            for key in _PATH_KEYS:
-                value = call.argument_values.get(key)
-                if isinstance(value, str) and value not in files:
-                    files.append(value)
-    lines = [
-        SUMMARY_HEADING,
-        f"*(Contains context from step 1 to step {steps_done})*",
-        "",
-        "### Objectives & Status",
-        f"* **Original Goal**: {_first_line(trajectory.task)}",
-        "",
-        "### Completed Milestones",
-        *(f"* [✓] {note}" for note in notes),
-        "",
-        "### File System State",
-        *(f"* `{path}`" for path in files[-SUMMARY_FILES:]),
-    ]
-    return "\n".join(lines)
+def compaction_summary(request: Request, count: Callable[[str], int]) -> str:
+    """The engine's compaction summary, simulated as every policy's is
+    (``measure.summaries``): the identifiers of the span the instruction (the request's
+    last message) names as archived, up to the message that begins with its «quote»,
+    within the tokens it asks to stay under."""
+    instruction = str(request.messages[-1].get("content") or "")
+    history = list(request.messages[1:-1])
+    quoted = _QUOTED.search(instruction)
+    budget = _BUDGET.search(instruction)
+    end = len(history)
+    if quoted is not None:
+        found = [k for k, m in enumerate(history) if _opening(m).startswith(quoted.group(1))]
+        end = found[-1] + 1 if found else end
+    limit = int(budget.group(1).replace(",", "")) if budget else SUMMARY_FALLBACK_TOKENS
+    return identifier_summary(SUMMARY_HEADING, history[:end], count, limit)
 
 
-def _first_line(text: str) -> str:
-    line = text.strip().split("\n", 1)[0]
-    return line if len(line) <= SUMMARY_LINE_CHARS else line[: SUMMARY_LINE_CHARS - 1] + "…"
+def _opening(message: dict[str, Any]) -> str:
+    """A message's content as the summary instruction quotes it (whitespace collapsed)."""
+    return " ".join(str(message.get("content") or "").split())
 
 
 class RecordedTools:

@@ -24,8 +24,8 @@ from contextengine.context.request import Request, Segments
 from contextengine.measure.accounting import CacheAccountant
 from contextengine.measure.playback import ReplayCall
 from contextengine.measure.policies import SUMMARY_BUDGET_TOKENS, Clear, Compact, Policy
-from contextengine.measure.recall import IDENTIFIER, request_text
 from contextengine.measure.sliding_window import window_start
+from contextengine.measure.summaries import identifier_summary
 from contextengine.session.diversity import TEXT_OBSERVATION_TEMPLATES
 from contextengine.types import ModelReply
 
@@ -64,21 +64,9 @@ def is_result(message: Mapping[str, Any]) -> bool:
 def summary_text(span: Sequence[Mapping[str, Any]], accountant: CacheAccountant) -> str:
     """The simulated summary of ``span``: its identifiers, newest first, deduplicated,
     within ``SUMMARY_BUDGET_TOKENS``."""
-    count = accountant.counter.count
-    budget = SUMMARY_BUDGET_TOKENS - count(SUMMARY_HEADING)
-    kept: list[str] = []
-    seen: set[str] = set()
-    for message in reversed(span):
-        for name in reversed(IDENTIFIER.findall(request_text([message], []))):
-            if name in seen:
-                continue
-            seen.add(name)
-            cost = count(name) + 1
-            if cost > budget:
-                return "\n".join([SUMMARY_HEADING, " ".join(kept)])
-            budget -= cost
-            kept.append(name)
-    return "\n".join([SUMMARY_HEADING, " ".join(kept)])
+    return identifier_summary(
+        SUMMARY_HEADING, span, accountant.counter.count, SUMMARY_BUDGET_TOKENS
+    )
 
 
 @dataclass(frozen=True)

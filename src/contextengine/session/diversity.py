@@ -3,6 +3,10 @@
 The template of an entry is a pure function of (session id, entry index), chosen when the
 entry is appended and frozen in the log with its rendering, so varying the phrasing never
 costs a cache hit. With diversity off every entry takes template 0.
+
+A template's words are paid on every later request: a result only takes one that adds at
+most ``LABEL_MAX_SHARE`` of its own length (``label_fits``), so a run of tiny results (a
+failing command's two lines, a small JSON answer) is not made dearer by its labels.
 """
 
 from __future__ import annotations
@@ -21,6 +25,18 @@ TEXT_OBSERVATION_TEMPLATES: tuple[str, ...] = (
     "Observation ({tool}): {content}",
     "Observation from {tool}:\n{content}",
 )
+
+
+LABEL_MAX_SHARE = 0.02
+
+
+def label_fits(templates: tuple[str, ...], template: int, tool: str, content_chars: int) -> bool:
+    """Whether ``templates[template]`` adds at most ``LABEL_MAX_SHARE`` of a
+    ``content_chars`` result over the plain template 0."""
+    extra = len(templates[template].format(tool=tool, content="")) - len(
+        templates[0].format(tool=tool, content="")
+    )
+    return extra <= LABEL_MAX_SHARE * content_chars
 
 
 def template_index(session_id: str, entry_index: int, choices: int, enabled: bool) -> int:

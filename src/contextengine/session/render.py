@@ -14,6 +14,7 @@ from contextengine.canonical import canonical_obj
 from contextengine.session.diversity import (
     OBSERVATION_TEMPLATES,
     TEXT_OBSERVATION_TEMPLATES,
+    label_fits,
     template_index,
 )
 from contextengine.session.entries import (
@@ -122,6 +123,8 @@ def render_tool_result(
     compressed content (the scratchpad shows the full observation in the same frame)."""
     templates = TEXT_OBSERVATION_TEMPLATES if style.protocol == "text" else OBSERVATION_TEMPLATES
     template = template_index(session_id, index, len(templates), style.diversity)
+    if not label_fits(templates, template, entry.tool_name, len(entry.content)):
+        template = 0
     body = entry.content if content is None else content
     content = render_observation(entry.tool_name, body, template, style.protocol)
     if style.protocol == "text":

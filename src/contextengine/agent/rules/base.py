@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contextengine.agent.allowance import Allowance
 from contextengine.agent.hooks import NullHarness
 from contextengine.memory.plan import EMPTY_PLAN, fit_plan
 from contextengine.memory.rules import RuleState, is_high_risk
@@ -32,7 +33,8 @@ class HarnessContext:
     """One session as the rules see it: its log, working memory, workspace, the counters
     folded from its log, its tools' names and what each tool (by name) declares.
 
-    ``resumed``: the log already held records when the harness started.
+    ``resumed``: the log already held records when the harness started; ``allowance``:
+    what the optional overheads may cost (``None``: no limit).
     """
 
     session: Session
@@ -44,6 +46,7 @@ class HarnessContext:
     resumed: bool
     tool_names: tuple[str, ...]
     call_traits: Callable[[ToolCall], ToolTraits] | None = None  # else traits by name
+    allowance: Allowance | None = None
 
     @classmethod
     def of(
@@ -56,6 +59,7 @@ class HarnessContext:
         tool_names: Sequence[str] = (),
         *,
         call_traits: Callable[[ToolCall], ToolTraits] | None = None,
+        allowance: Allowance | None = None,
     ) -> HarnessContext:
         """The context of ``session``, its counters folded from every record so far."""
         state = RuleState(traits)
@@ -72,6 +76,7 @@ class HarnessContext:
             resumed,
             tuple(tool_names),
             call_traits,
+            allowance,
         )
 
     @property

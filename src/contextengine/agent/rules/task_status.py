@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
+from contextengine.context.tokens import count_tokens
 from contextengine.memory.plan import Plan
-from contextengine.memory.status import TailRecital
+from contextengine.memory.status import TailRecital, errors_block, task_status
 from contextengine.types import ToolCall
 
 
@@ -25,6 +26,11 @@ class TaskStatusTail(Rule):
     The request right after a high-risk call (a shell command, a deletion, an overwrite,
     a tool declaring itself destructive) recites in full (R8.2): the plan is re-read
     before the next decision, as nothing may stand between a call and its result.
+
+    The tail is paid uncached on every request it ends, from the session's overhead
+    allowance (``ctx.allowance``): until that affords a full status, no request has a tail
+    (a short run's whole history is in view anyway) and the recital is not consulted, so
+    the first tail it affords is the full status.
     """
 
     def __init__(self, ctx: HarnessContext, max_errors: int = 0) -> None:
@@ -62,7 +68,12 @@ class TaskStatusTail(Rule):
         objective_text = state.first_user_text
         if self._finished is not None and plan == self._finished:
             plan, objective_text = Plan(), self._request
-        return self._recital.tail(
+        allowance = self.ctx.allowance
+        if allowance is not None:
+            full = task_status(plan, objective_text, plannable=self.ctx.plannable)
+            if not allowance.affords(count_tokens(full + errors_block(errors))):
+                return None
+        tail = self._recital.tail(
             plan,
             objective_text,
             state.iterations,
@@ -72,6 +83,9 @@ class TaskStatusTail(Rule):
             objective_is_request=not plan.goal and objective_text in state.unanswered,
             high_risk=self._after_risk,
         )
+        if tail is not None and allowance is not None:
+            allowance.pay(count_tokens(tail))
+        return tail
 
     def _memory_folder(self) -> str | None:
         """The memory files' folder, for the tail to name: from the start in a session

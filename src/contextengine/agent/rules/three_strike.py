@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
+from contextengine.context.tokens import count_tokens
 from contextengine.memory.reboot import human_help, reboot_prompt
 from contextengine.memory.status import objective_of
 from contextengine.memory.working_memory import PROGRESS
@@ -17,7 +18,9 @@ ANSWER_CHARS = 2000
 
 class ThreeStrikeRule(Rule):
     """Starts a reboot once the struck call's batch has all its results; the reboot prompt
-    carries the plan up to ``plan_tokens``."""
+    carries the plan up to ``plan_tokens``. The reboot is a side call paid from the
+    session's overhead allowance (``ctx.allowance``): until that affords its prompt, it
+    waits, the strikes still counted, and is asked after a later call's batch."""
 
     def __init__(self, ctx: HarnessContext, plan_tokens: int) -> None:
         super().__init__(ctx)
@@ -43,6 +46,9 @@ class ThreeStrikeRule(Rule):
         objective = objective_of(state.first_user_text or "")
         plan = self.ctx.plan_body(self._plan_tokens)
         prompt = reboot_prompt(struck, objective, plan, memory.read(PROGRESS))
+        allowance = self.ctx.allowance
+        if allowance is not None and not allowance.affords(count_tokens(prompt)):
+            return NOTHING
         return HookResult(reboot=prompt)
 
     def after_reboot(self, answer: str) -> HookResult:
