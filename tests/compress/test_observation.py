@@ -224,9 +224,15 @@ def test_the_index_holds_uncommon_words_after_code_names_and_common_ones_last() 
     assert names_in(text) == ["parse_args", "getattr", "tokenizer", "approach"]
 
 
-def test_a_name_keeps_its_trailing_slash_and_loses_a_full_stop() -> None:
+def test_a_name_keeps_its_trailing_slash_and_its_full_stop() -> None:
     text = "See https://example.org/docs/guide/ and the build_dir/. Then run setup_tool."
-    assert names_in(text) == ["example.org/docs/guide/", "build_dir/", "setup_tool"]
+    assert names_in(text) == ["example.org/docs/guide/", "build_dir/.", "setup_tool."]
+
+
+def test_a_full_stop_does_not_make_a_word_code_and_one_form_holds_both() -> None:
+    names = names_in("See the results. Then call parse_args. The results hold.")
+    assert names == ["parse_args.", "results.", "results"], "a word with a stop is no code"
+    assert maximal(names, 4) == ["parse_args.", "results."], "the form with the stop holds both"
 
 
 def test_foreign_read_counts_as_a_file(h: Harness) -> None:

@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 from contextengine import Config
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
-from contextengine.compress.prune import Pruner, cache_lifetime_s, cache_prices, stub_text
+from contextengine.compress.prune import (
+    MAX_STUB_NAMES,
+    Pruner,
+    cache_lifetime_s,
+    cache_prices,
+    stub_text,
+)
 from contextengine.context.builder import ContextBuilder
 from contextengine.context.monitor import PrefixMonitor
 from contextengine.session.entries import (
@@ -172,6 +178,25 @@ def test_the_stub_leaves_out_names_inside_longer_listed_ones(tmp_path):
     listed = stub.split("\nnames: ", 1)[1].split(" ")
     assert listed[:2] == ["pkg_0/locale_0/LC_MESSAGES", "pkg_0/locale_1/LC_MESSAGES"]
     assert "pkg_0/locale_1" in stub and "pkg_0/locale_1" not in listed, "held by a longer one"
+
+
+def test_a_name_one_stub_leaves_out_is_listed_by_the_next_that_holds_it(tmp_path):
+    session = Session.create(tmp_path / "s", session_id="prune-shared", durable=False)
+    session.append(UserEntry(text="Run the suite again and again."))
+    names = [f"case_{i:03d}_passed" for i in range(MAX_STUB_NAMES + 30)]
+    for k in range(30):
+        call = ToolCallRecord(id=f"c{k}", name="shell_exec", arguments_json='{"command":"t"}')
+        session.append(AssistantEntry(text="Testing.", tool_calls=(call,)))
+        text = f"run_{k}\n" + "\n".join(names) if k < 29 else "all passed"
+        session.append(
+            ToolResultEntry(call_id=f"c{k}", tool_name="shell_exec", status="success", content=text)
+        )
+    p = pruner(session, prune_keep_recent=1)
+    decision = p.decide()
+    assert decision is not None and len(decision.records) > 2
+    p.prune(decision)
+    view = "\n".join(entry.content for entry in stubs(session).values())
+    assert all(name in view for name in names), "the first stub's left-out names are in the next"
 
 
 def test_the_next_request_breaks_the_cache_once_with_cause_prune(tmp_path):

@@ -256,8 +256,10 @@ def names_in(text: str) -> list[str]:
     like code (paths, dotted names, snake_case, kebab-case, CamelCase, names with digits),
     then the words that are not common English (``getattr``, ``tokenizer``, a product's
     name), then the common ones (an agent quotes a document's own words), each in order of
-    appearance. A sentence's full stop is not part of a name; a folder's slash is. Runs
-    longer than ``NAME_MAX_CHARS`` (hex dumps, base64) are not names."""
+    appearance. A name keeps a folder's slash and a sentence's full stop as the text has
+    them (a reply quoting a word at the end of its sentence looks for ``tests.``; the form
+    with the stop holds the one without), but the stop does not make a word look like code.
+    Runs longer than ``NAME_MAX_CHARS`` (hex dumps, base64) are not names."""
     code: dict[str, None] = {}
     rare: dict[str, None] = {}
     common: dict[str, None] = {}
@@ -266,12 +268,13 @@ def names_in(text: str) -> list[str]:
         name = match.group(0).rstrip(".-")
         if not 6 <= len(name) <= NAME_MAX_CHARS:
             continue
+        listed = match.group(0)  # as written, stop included
         if _CODE_LIKE.search(name):
-            code.setdefault(name, None)
+            code.setdefault(listed, None)
         elif common_word(name):
-            common.setdefault(name, None)
+            common.setdefault(listed, None)
         else:
-            rare.setdefault(name, None)
+            rare.setdefault(listed, None)
     return [*code, *rare, *common]
 
 
