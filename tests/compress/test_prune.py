@@ -263,8 +263,9 @@ def test_cache_prices_are_the_models_own_unless_the_config_sets_them():
 
 def test_a_model_whose_cache_reads_cost_more_prunes_sooner(tmp_path):
     session = session_with_steps(tmp_path / "s", [40] * 12)
-    assert pruner(session, "claude-sonnet-4-5").decide() is None
-    assert pruner(session, "deepseek/deepseek-chat").decide() is not None, "reads at 0.26"
+    assert pruner(session, "claude-sonnet-4-5", prune_keep_recent=4).decide() is None
+    deepseek = pruner(session, "deepseek/deepseek-chat", prune_keep_recent=4)
+    assert deepseek.decide() is not None, "reads at 0.26"
 
 
 def test_old_call_arguments_become_stubs_and_the_call_keeps_its_shape(tmp_path):
@@ -334,9 +335,9 @@ def test_call_pruning_is_append_only_and_reversible(tmp_path_factory, count, kee
 
 def test_a_batch_must_pay_back_within_prune_max_payback(tmp_path):
     session = session_with_steps(tmp_path / "s", [120] * 30)
-    decision = pruner(session).decide()
+    decision = pruner(session, prune_keep_recent=4).decide()
     assert decision is not None and decision.payback_steps > 1
-    assert pruner(session, prune_max_payback=1).decide() is None
+    assert pruner(session, prune_keep_recent=4, prune_max_payback=1).decide() is None
 
 
 def test_an_argument_whose_stub_would_be_as_long_stays(tmp_path):
@@ -379,7 +380,7 @@ def test_a_bet_is_made_only_with_savings_in_hand(tmp_path):
             original_length=400_000,
         )
     )
-    banked = pruner(saving, prune_risk_share=0.01)
+    banked = pruner(saving, prune_risk_share=0.01, prune_keep_recent=4)
     decision = banked.decide()
     assert decision is not None and decision.extra > 0, "the shown ref already saved plenty"
 
