@@ -45,8 +45,14 @@ def processor(tmp_path: Path, mode: str) -> ObservationProcessor:
     )
 
 
-def check(tmp_path: Path, mode: str, kind: ObservationKind, outcome: ToolOutcome) -> None:
-    obs = processor(tmp_path, mode).process(7, TOOLS[kind], {"command": "x"}, outcome)
+def check(
+    tmp_path: Path,
+    mode: str,
+    kind: ObservationKind,
+    outcome: ToolOutcome,
+    arguments: dict[str, str] | None = None,
+) -> None:
+    obs = processor(tmp_path, mode).process(7, TOOLS[kind], arguments or {"command": "x"}, outcome)
     bound = REF_VIEW_MAX_THRESHOLDS * THRESHOLDS[kind]
     if outcome.status == "error":
         bound += 2 * ERROR_TAIL_CHARS
@@ -64,6 +70,7 @@ def hostile_outputs() -> dict[str, str]:
         ),
         "many short names": " ".join(f"mod_{i}.fn_{i}" for i in range(20_000)),
         "one long path": "/" + "/".join(f"dir_{i}" for i in range(10_000)),
+        "a few long lines": "\n".join(f"{i}.py " + "=+" * 375 for i in range(8)),
     }
 
 
@@ -107,3 +114,31 @@ def test_any_output_stays_within_twice_the_threshold(
     text = separator.join(words) * 3
     outcome = ToolOutcome("error", text, kind=kind) if failed else ToolOutcome.ok(text, kind=kind)
     check(tmp_path_factory.mktemp("p"), mode, kind, outcome)
+
+
+_SEGMENT = st.text(st.sampled_from("abcXYZ019_-"), min_size=1, max_size=40)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    base=st.lists(_SEGMENT, min_size=1, max_size=12),
+    paths=st.lists(st.lists(_SEGMENT, min_size=1, max_size=6), min_size=1, max_size=300),
+    filler=st.integers(0, 400),
+    kind=st.sampled_from(list(TOOLS)),
+    mode=st.sampled_from(MODES),
+)
+def test_absolute_forms_keep_an_entry_within_twice_the_threshold(
+    tmp_path_factory: pytest.TempPathFactory,
+    base: list[str],
+    paths: list[list[str]],
+    filler: int,
+    kind: ObservationKind,
+    mode: str,
+) -> None:
+    """Relative paths under a known working folder get their absolute form only in the
+    room the index leaves: however long the folder, the entry stays within its bound."""
+    lines = ["/".join(p) + ".py" for p in paths]
+    text = "\n".join(line + " " + "=+" * filler for line in lines) * 2
+    workdir = "/" + "/".join(base)
+    outcome = ToolOutcome.ok(text, kind=kind)
+    check(tmp_path_factory.mktemp("p"), mode, kind, outcome, {"workdir": workdir})

@@ -10,8 +10,10 @@ from contextengine.compress.observation import (
     REF_VIEW_MAX_SHARE,
     ObservationProcessor,
     ProcessedObservation,
+    absolute_forms,
     maximal,
     names_in,
+    working_dir,
 )
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.workspace import Workspace
@@ -224,9 +226,15 @@ def test_the_index_holds_uncommon_words_after_code_names_and_common_ones_last() 
     assert names_in(text) == ["parse_args", "getattr", "tokenizer", "approach"]
 
 
-def test_a_name_keeps_its_trailing_slash_and_loses_a_full_stop() -> None:
+def test_a_name_keeps_its_trailing_slash_and_its_full_stop() -> None:
     text = "See https://example.org/docs/guide/ and the build_dir/. Then run setup_tool."
-    assert names_in(text) == ["example.org/docs/guide/", "build_dir/", "setup_tool"]
+    assert names_in(text) == ["example.org/docs/guide/", "build_dir/.", "setup_tool."]
+
+
+def test_a_full_stop_does_not_make_a_word_code_and_one_form_holds_both() -> None:
+    names = names_in("See the results. Then call parse_args. The results hold.")
+    assert names == ["parse_args.", "results.", "results"], "a word with a stop is no code"
+    assert maximal(names, 4) == ["parse_args.", "results."], "the form with the stop holds both"
 
 
 def test_foreign_read_counts_as_a_file(h: Harness) -> None:
@@ -265,3 +273,50 @@ def test_the_index_leaves_out_names_inside_longer_listed_ones(h: Harness) -> Non
 def test_maximal_keeps_order_and_only_checks_its_window() -> None:
     assert maximal(["ab_cd", "ab_cd_ef", "zz_top", "ab_cd"[:4]], 10) == ["ab_cd_ef", "zz_top"]
     assert maximal(["x_y_z", "x_y_z_w", "x_y"], 2) == ["x_y_z_w", "x_y"]
+
+
+PAGES = [f"src/pages/Page{i:02d}/View{i:02d}.tsx" for i in range(30)]
+ROWS = "\n".join(f"{p}  {'-+' * 60}" for p in PAGES)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"command": ["bash", "-lc", "rg --files"], "workdir": "/Users/me/proj"},
+        {"command": "cd /Users/me/proj && rg --files"},
+    ],
+)
+def test_a_listing_under_a_known_folder_indexes_both_path_forms(
+    h: Harness, arguments: dict[str, Any]
+) -> None:
+    assert len(ROWS) > 3000, "over the threshold: shown as a ref with its index"
+    obs = h.processor("full").process(1, "shell", arguments, ToolOutcome.ok(ROWS))
+    assert obs.full_ref is not None
+    preview = _ref_of(obs.live).preview
+    indexed = [p for p in PAGES if p not in preview]
+    assert indexed, "some paths are only in the index"
+    for path in indexed:
+        assert f"/Users/me/proj/{path}" in obs.live, "the form an agent types later"
+        assert path in obs.live, "and the form the listing shows"
+    plain = h.processor("full").process(2, "shell", {"command": "rg --files"}, ToolOutcome.ok(ROWS))
+    assert "/Users/me/proj" not in plain.live and indexed[0] in plain.live
+
+
+def test_an_absolute_path_in_the_output_holds_its_relative_form() -> None:
+    names = names_in("see /Users/me/proj/src/app.py and src/app.py")
+    assert maximal(names, 4) == ["Users/me/proj/src/app.py"], "one name holds both forms"
+
+
+def test_absolute_forms_take_only_the_room_given_and_skip_non_paths() -> None:
+    names = ["src/a.py", "setup.cfg", "github.com/x/y", "os.path.join", "Users/me/p/b.py", "plain"]
+    assert absolute_forms(names, "/Users/me/p", 1000) == [
+        "/Users/me/p/src/a.py",
+        "/Users/me/p/setup.cfg",
+        "github.com/x/y",
+        "os.path.join",
+        "Users/me/p/b.py",
+        "plain",
+    ]
+    assert absolute_forms(names, "/Users/me/p", 15) == ["/Users/me/p/src/a.py", *names[1:]]
+    assert working_dir({"command": "ls", "cwd": "relative/dir"}) is None
+    assert working_dir({"command": "cd /srv/app; make"}) == "/srv/app"

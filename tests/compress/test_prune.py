@@ -16,7 +16,7 @@ from contextengine import Config
 from contextengine.agent.parts import pruner_of
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
-from contextengine.compress.prune import Pruner, stub_text
+from contextengine.compress.prune import MAX_STUB_NAMES, Pruner, stub_text
 from contextengine.context.builder import ContextBuilder
 from contextengine.context.monitor import PrefixMonitor
 from contextengine.prices import CachePolicy
@@ -179,6 +179,25 @@ def test_the_stub_leaves_out_names_inside_longer_listed_ones(tmp_path):
     assert "pkg_0/locale_1" in stub and "pkg_0/locale_1" not in listed, "held by a longer one"
 
 
+def test_a_name_one_stub_leaves_out_is_listed_by_the_next_that_holds_it(tmp_path):
+    session = Session.create(tmp_path / "s", session_id="prune-shared", durable=False)
+    session.append(UserEntry(text="Run the suite again and again."))
+    names = [f"case_{i:03d}_passed" for i in range(MAX_STUB_NAMES + 30)]
+    for k in range(30):
+        call = ToolCallRecord(id=f"c{k}", name="shell_exec", arguments_json='{"command":"t"}')
+        session.append(AssistantEntry(text="Testing.", tool_calls=(call,)))
+        text = f"run_{k}\n" + "\n".join(names) if k < 29 else "all passed"
+        session.append(
+            ToolResultEntry(call_id=f"c{k}", tool_name="shell_exec", status="success", content=text)
+        )
+    p = pruner(session, prune_keep_recent=1)
+    decision = p.decide()
+    assert decision is not None and len(decision.records) > 2
+    p.prune(decision)
+    view = "\n".join(entry.content for entry in stubs(session).values())
+    assert all(name in view for name in names), "the first stub's left-out names are in the next"
+
+
 def test_the_next_request_breaks_the_cache_once_with_cause_prune(tmp_path):
     session = session_with_steps(tmp_path / "s", [120] * 30)
     builder = ContextBuilder(system_prompt="You read code.")
@@ -251,8 +270,9 @@ def test_cache_prices_are_the_models_own_unless_the_config_sets_them():
 
 def test_a_model_whose_cache_reads_cost_more_prunes_sooner(tmp_path):
     session = session_with_steps(tmp_path / "s", [40] * 12)
-    assert pruner(session, "claude-sonnet-4-5").decide() is None
-    assert pruner(session, "deepseek/deepseek-chat").decide() is not None, "reads at 0.26"
+    assert pruner(session, "claude-sonnet-4-5", prune_keep_recent=4).decide() is None
+    deepseek = pruner(session, "deepseek/deepseek-chat", prune_keep_recent=4)
+    assert deepseek.decide() is not None, "reads at 0.26"
 
 
 def test_old_call_arguments_become_stubs_and_the_call_keeps_its_shape(tmp_path):
@@ -322,9 +342,9 @@ def test_call_pruning_is_append_only_and_reversible(tmp_path_factory, count, kee
 
 def test_a_batch_must_pay_back_within_prune_max_payback(tmp_path):
     session = session_with_steps(tmp_path / "s", [120] * 30)
-    decision = pruner(session).decide()
+    decision = pruner(session, prune_keep_recent=4).decide()
     assert decision is not None and decision.payback_steps > 1
-    assert pruner(session, prune_max_payback=1).decide() is None
+    assert pruner(session, prune_keep_recent=4, prune_max_payback=1).decide() is None
 
 
 def test_an_argument_whose_stub_would_be_as_long_stays(tmp_path):
@@ -367,7 +387,7 @@ def test_a_bet_is_made_only_with_savings_in_hand(tmp_path):
             original_length=400_000,
         )
     )
-    banked = pruner(saving, prune_risk_share=0.01)
+    banked = pruner(saving, prune_risk_share=0.01, prune_keep_recent=4)
     decision = banked.decide()
     assert decision is not None and decision.extra > 0, "the shown ref already saved plenty"
 

@@ -46,6 +46,12 @@ NAME_MAX_CHARS = 200
 REF_VIEW_MAX_SHARE = 0.6
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{5,}")
 _CODE_LIKE = re.compile(r"[_./\-0-9]|[a-z][A-Z]")
+_MORE_ROOM = " (and 99999 more)"
+_WORKDIR_ARGS = ("workdir", "cwd", "working_directory", "working_dir", "directory", "dir_path")
+_CD = re.compile(r"\s*cd\s+(/[^\s;&|]*)\s*(?:&&|;)")
+# a folder path whose first part is no host name (``src/pages/X.tsx``), or a file name
+# with an extension (``setup.cfg``); not a URL's ``github.com/...`` nor ``os.path.join``
+_RELATIVE_PATH = re.compile(r"(?:[^./]+/[^/]|[\w-]+\.[A-Za-z0-9]{1,5}\.?$)")
 # Zipf 4.5 is about 30 uses a million words: the 3,000 or so most frequent English words,
 # which say least about what a text holds, are at or above it and listed last.
 COMMON_WORD_ZIPF = 4.5
@@ -108,7 +114,7 @@ class ObservationProcessor:
             views = [delta] if (delta := self._delta_view(name, outcome)) is not None else []
             if externalized:
                 ref = self._store(name, full, kind, tool_name, arguments)
-                views.append(self._ref_view(ref, outcome, kind, limit))
+                views.append(self._ref_view(ref, outcome, kind, arguments, limit))
             if views and len(shortest := min(views, key=len)) <= limit:
                 history, saved = shortest, True
                 if not externalized:
@@ -127,8 +133,13 @@ class ObservationProcessor:
                 history = compressed.text
                 if len(history) > REF_VIEW_MAX_THRESHOLDS * THRESHOLDS[kind]:
                     # a per-tool form sized for another kind: the ref is bounded by this one
-                    history = self._ref_view(ref, outcome, kind)
-                live = self._ref_view(ref, outcome, kind) if externalized else full
+                    history = self._ref_view(ref, outcome, kind, arguments)
+                live = self._ref_view(ref, outcome, kind, arguments) if externalized else full
+            elif len(full) > REF_VIEW_MAX_THRESHOLDS * THRESHOLDS[kind]:
+                # a form that cuts nothing (a few very long lines): the ref view bounds it
+                ref = self._store(name, full, kind, tool_name, arguments)
+                saved = True
+                history = live = self._ref_view(ref, outcome, kind, arguments)
             else:
                 # Nothing to cut: the verbatim text is smaller than its JSON form, and
                 # showing it once in history is all the model needs.
@@ -144,6 +155,7 @@ class ObservationProcessor:
         ref: CompressedRef,
         outcome: ToolOutcome,
         kind: ObservationKind,
+        arguments: Mapping[str, Any],
         chars: int | None = None,
     ) -> str:
         """The ref, how to read it, an index of the names the full text holds, and a
@@ -154,6 +166,8 @@ class ObservationProcessor:
         The index lists the names new to this session (in no observation history holds,
         nor in the preview), so the model knows what the artifact holds without reading it;
         a name that is part of a longer listed one is held by it and not listed again.
+        When all of them fit and the call says the folder it ran in, relative paths get
+        their absolute form too, as far as the room allows (it holds the relative one).
         """
         head = [
             ref.to_json(),
@@ -165,7 +179,13 @@ class ObservationProcessor:
         most = REF_VIEW_MAX_THRESHOLDS * THRESHOLDS[kind]
         room = min(most, most if chars is None else chars)
         room -= len("\n".join([*head, *error])) + 1
-        index = name_list("Names in the full output: ", fresh, MAX_INDEXED_NAMES, room)
+        label = "Names in the full output: "
+        index = name_list(label, fresh, MAX_INDEXED_NAMES, room)
+        base = working_dir(arguments)
+        if base is not None and index and not index.endswith(" more)"):
+            # every name fits: the room left gives relative paths their absolute form too
+            fresh = absolute_forms(fresh, base, room - len(index) - len(_MORE_ROOM))
+            index = name_list(label, fresh, MAX_INDEXED_NAMES, room)
         return "\n".join([*head, *([index] if index else []), *error])
 
     def _delta_view(self, name: str, outcome: ToolOutcome) -> str | None:
@@ -214,12 +234,42 @@ def _error_block(outcome: ToolOutcome) -> list[str]:
     return [f"<error>\n{tail}\n</error>"]
 
 
+def working_dir(arguments: Mapping[str, Any]) -> str | None:
+    """The absolute folder a call ran in, when its arguments say: a working-directory
+    argument (Codex's ``workdir``, Gemini CLI's ``directory``, ...) or a command that
+    starts with ``cd /abs &&`` (a command given as a list is read as its last item)."""
+    for key in _WORKDIR_ARGS:
+        value = _str_arg(arguments, key)
+        if value and value.startswith("/"):
+            return value.rstrip("/") or None
+    command = arguments.get("command")
+    if isinstance(command, list) and command:
+        command = command[-1]
+    if isinstance(command, str) and (match := _CD.match(command)):
+        return match.group(1).rstrip("/") or None
+    return None
+
+
+def absolute_forms(names: Sequence[str], base: str, room: int) -> list[str]:
+    """``names`` with relative paths (``src/x.py``, ``setup.cfg``) written under ``base``
+    (``/repo/src/x.py``, which holds both forms), in order while ``room`` characters last."""
+    inside = base.lstrip("/") + "/"
+    out: list[str] = []
+    for name in names:
+        cost = len(base) + 1
+        if cost <= room and _RELATIVE_PATH.match(name) and not name.startswith(inside):
+            name = f"{base}/{name}"
+            room -= cost
+        out.append(name)
+    return out
+
+
 def name_list(label: str, names: Sequence[str], most: int, room: int | None = None) -> str:
     """``label`` and the first of ``names`` (at most ``most``, and within ``room``
     characters when given), saying how many it leaves out; empty when none fits.
 
     Names hold no spaces, so a space parts them: a comma would add a token to each."""
-    budget = None if room is None else room - len(label) - len(" (and 99999 more)")
+    budget = None if room is None else room - len(label) - len(_MORE_ROOM)
     shown: list[str] = []
     used = 0
     for name in names[:most]:
@@ -256,8 +306,10 @@ def names_in(text: str) -> list[str]:
     like code (paths, dotted names, snake_case, kebab-case, CamelCase, names with digits),
     then the words that are not common English (``getattr``, ``tokenizer``, a product's
     name), then the common ones (an agent quotes a document's own words), each in order of
-    appearance. A sentence's full stop is not part of a name; a folder's slash is. Runs
-    longer than ``NAME_MAX_CHARS`` (hex dumps, base64) are not names."""
+    appearance. A name keeps a folder's slash and a sentence's full stop as the text has
+    them (a reply quoting a word at the end of its sentence looks for ``tests.``; the form
+    with the stop holds the one without), but the stop does not make a word look like code.
+    Runs longer than ``NAME_MAX_CHARS`` (hex dumps, base64) are not names."""
     code: dict[str, None] = {}
     rare: dict[str, None] = {}
     common: dict[str, None] = {}
@@ -266,12 +318,13 @@ def names_in(text: str) -> list[str]:
         name = match.group(0).rstrip(".-")
         if not 6 <= len(name) <= NAME_MAX_CHARS:
             continue
+        listed = match.group(0)  # as written, stop included
         if _CODE_LIKE.search(name):
-            code.setdefault(name, None)
+            code.setdefault(listed, None)
         elif common_word(name):
-            common.setdefault(name, None)
+            common.setdefault(listed, None)
         else:
-            rare.setdefault(name, None)
+            rare.setdefault(listed, None)
     return [*code, *rare, *common]
 
 

@@ -324,8 +324,10 @@ class _NameIndex:
 
     def new(self, text: str) -> list[str]:
         names = [n for n in names_in(text) if n not in self._kept and n not in self._listed]
-        self._listed.update(names)
-        return maximal(names, 4 * MAX_STUB_NAMES)
+        held = maximal(names, 4 * MAX_STUB_NAMES)
+        # only what a stub shows is held by it: a name left out stays free for the next
+        self._listed.update(held[:MAX_STUB_NAMES])
+        return held
 
 
 def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
