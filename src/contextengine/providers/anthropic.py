@@ -56,11 +56,7 @@ from contextengine.providers.wire import (
     require_api_key,
     resolve_tool_choice,
 )
-from contextengine.session.render import PROVIDER_ITEMS
-from contextengine.types import (
-    ReplyDone,
-    ReplyEvent,
-)
+from contextengine.types import Message, ReplyDone, ReplyEvent, ToolDefinition
 
 MAX_BREAKPOINTS = 4
 SYSTEM_NOTE = "<system-reminder>\n{text}\n</system-reminder>"
@@ -261,18 +257,17 @@ def _thinking_on(params: Mapping[str, Any]) -> bool:
     return isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled")
 
 
-def _blocks(message: Mapping[str, Any], *, thinking: bool = False) -> tuple[str, list[Block]]:
-    role = message["role"]
+def _blocks(message: Message, *, thinking: bool = False) -> tuple[str, list[Block]]:
     content = message.get("content")
-    if role == "system":
+    if message["role"] == "system":
         return "user", [_text(SYSTEM_NOTE.format(text=plain_text(content)))]
-    if role == "tool":
+    if message["role"] == "tool":
         result: Block = {"type": "tool_result", "tool_use_id": message["tool_call_id"]}
         if plain_text(content):
             result["content"] = plain_text(content)
         return "user", [result]
-    if role == "assistant":
-        items = (message.get(PROVIDER_ITEMS) or ()) if thinking else ()
+    if message["role"] == "assistant":
+        items = (message.get("provider_items") or ()) if thinking else ()
         blocks = [dict(item) for item in items if item.get("type") in THINKING_BLOCKS]
         if plain_text(content).strip():
             blocks.append(_text(content))
@@ -296,7 +291,7 @@ def _text(content: Any) -> Block:
     return {"type": "text", "text": text if text.strip() else EMPTY_TEXT}
 
 
-def _tool(tool: Mapping[str, Any]) -> Block:
+def _tool(tool: ToolDefinition) -> Block:
     function = tool["function"]
     return {
         "name": function["name"],

@@ -42,17 +42,21 @@ from contextengine.providers.wire import (
     text_field,
     token_count,
 )
-from contextengine.session.render import PROVIDER_ITEMS
 from contextengine.types import (
+    AssistantMessage,
     FinishReason,
+    Message,
     ModelReply,
     ReasoningDelta,
     ReplyDone,
     ReplyEvent,
     TextDelta,
     ToolCall,
+    ToolDefinition,
     Usage,
+    WireToolCall,
 )
+from contextengine.untrusted import JSONObject
 
 CacheRetention = Literal["in_memory", "24h"]
 
@@ -83,7 +87,8 @@ _REASONING_DELTAS = frozenset(
     {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
 )
 
-Item = dict[str, Any]
+Item = JSONObject
+"""One Responses input or output item (its shape is the API's)."""
 
 
 class OpenAIResponsesProvider(StreamingProvider):
@@ -172,12 +177,11 @@ def responses_generation(generation: Generation) -> dict[str, Any]:
     return fields
 
 
-def responses_input(messages: Sequence[Mapping[str, Any]]) -> list[Item]:
+def responses_input(messages: Sequence[Message]) -> list[Item]:
     """The builder's chat messages as Responses input items, provider items put back."""
     items: list[Item] = []
     for message in messages:
-        role = message["role"]
-        if role == "tool":
+        if message["role"] == "tool":
             items.append(
                 {
                     "type": "function_call_output",
@@ -185,20 +189,20 @@ def responses_input(messages: Sequence[Mapping[str, Any]]) -> list[Item]:
                     "output": plain_text(message.get("content")),
                 }
             )
-        elif role == "assistant":
+        elif message["role"] == "assistant":
             items.extend(_assistant_items(message))
         else:
-            items.append({"role": role, "content": plain_text(message.get("content"))})
+            items.append({"role": message["role"], "content": plain_text(message.get("content"))})
     return items
 
 
-def _assistant_items(message: Mapping[str, Any]) -> list[Item]:
+def _assistant_items(message: AssistantMessage) -> list[Item]:
     """One assistant message as the output items it came from, in their order."""
     text = plain_text(message.get("content"))
     calls = list(message.get("tool_calls") or ())
     items: list[Item] = []
     text_sent = False
-    for kept in message.get(PROVIDER_ITEMS) or ():
+    for kept in message.get("provider_items") or ():
         kind = kept.get("type")
         if kind == "message" and not text_sent:
             items.append({**kept, "content": [_output_text(text)]})
@@ -217,7 +221,7 @@ def _output_text(text: str) -> Item:
     return {"type": "output_text", "text": text, "annotations": []}
 
 
-def _call_fields(call: Mapping[str, Any]) -> Item:
+def _call_fields(call: WireToolCall) -> Item:
     function = call["function"]
     return {
         "call_id": call["id"],
@@ -226,7 +230,7 @@ def _call_fields(call: Mapping[str, Any]) -> Item:
     }
 
 
-def responses_tool(tool: Mapping[str, Any]) -> Item:
+def responses_tool(tool: ToolDefinition) -> Item:
     """An OpenAI chat function tool as a Responses function tool."""
     function = tool["function"]
     return {
