@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from contextengine.untrusted import JSONObject, parse_json
 
@@ -22,14 +22,14 @@ class ToolCall:
     name: str
     arguments_json: str
 
-    def arguments(self) -> dict[str, Any]:
+    def arguments(self) -> JSONObject:
         """Parse the arguments; raises ``ValueError`` when they are not a strict JSON object."""
         value = parse_json(self.arguments_json or "{}")
         if not isinstance(value, dict):
             raise ValueError("tool call arguments must be a JSON object")
         return value
 
-    def arguments_or_empty(self) -> dict[str, Any]:
+    def arguments_or_empty(self) -> JSONObject:
         """The arguments, or ``{}`` when they are not a JSON object."""
         try:
             return self.arguments()

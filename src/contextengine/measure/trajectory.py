@@ -19,6 +19,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     StrictBool,
     StrictStr,
     ValidationError,
@@ -29,7 +30,7 @@ from pydantic import (
 from contextengine.canonical import canonical_json
 from contextengine.errors import ConfigError, TrajectoryError
 from contextengine.toolkit.spec import ToolSpec
-from contextengine.untrusted import parse_json
+from contextengine.untrusted import JSONObject, parse_json
 
 
 class _Model(BaseModel):
@@ -48,7 +49,7 @@ class RecordedCall(_Model):
 
     name: StrictStr = Field(min_length=1)
     id: Any = None
-    arguments: dict[str, Any] | StrictStr = Field(default_factory=dict)
+    arguments: dict[str, JsonValue] | StrictStr = Field(default_factory=dict)
 
     @property
     def arguments_json(self) -> str:
@@ -56,7 +57,7 @@ class RecordedCall(_Model):
         return self.arguments if isinstance(self.arguments, str) else canonical_json(self.arguments)
 
     @property
-    def argument_values(self) -> dict[str, Any]:
+    def argument_values(self) -> JSONObject:
         """The arguments as an object (empty when they were recorded as text)."""
         return self.arguments if isinstance(self.arguments, dict) else {}
 
@@ -80,12 +81,14 @@ class Trajectory(_Model):
     model: StrictStr = ""
     task: StrictStr
     system: StrictStr = ""
-    tools: tuple[dict[str, Any], ...] = ()
+    tools: tuple[dict[str, JsonValue], ...] = ()
     steps: tuple[RecordedStep, ...] = Field(min_length=1)
 
     @field_validator("tools")
     @classmethod
-    def _tools_have_names(cls, tools: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+    def _tools_have_names(
+        cls, tools: tuple[dict[str, JsonValue], ...]
+    ) -> tuple[dict[str, JsonValue], ...]:
         seen: set[str] = set()
         for k, tool in enumerate(tools):
             try:
