@@ -57,6 +57,7 @@ from contextengine.providers.wire import (
     resolve_tool_choice,
 )
 from contextengine.types import Message, ReplyDone, ReplyEvent, ToolDefinition
+from contextengine.untrusted import JSONObject
 
 MAX_BREAKPOINTS = 4
 SYSTEM_NOTE = "<system-reminder>\n{text}\n</system-reminder>"
@@ -149,9 +150,9 @@ class AnthropicProvider(StreamingProvider):
         yield ReplyDone(reply)
 
 
-def anthropic_generation(generation: Generation) -> dict[str, Any]:
+def anthropic_generation(generation: Generation) -> JSONObject:
     """Temperature and reasoning effort as Messages fields (``max_tokens`` is a parameter)."""
-    fields: dict[str, Any] = {}
+    fields: JSONObject = {}
     if generation.temperature is not None:
         fields["temperature"] = generation.temperature
     if generation.reasoning_effort is not None:

@@ -165,9 +165,9 @@ class OpenAIResponsesProvider(StreamingProvider):
         yield ReplyDone(reply)
 
 
-def responses_generation(generation: Generation) -> dict[str, Any]:
+def responses_generation(generation: Generation) -> JSONObject:
     """The generation settings as Responses fields (unset ones are left out)."""
-    fields: dict[str, Any] = {}
+    fields: JSONObject = {}
     if generation.max_tokens is not None:
         fields["max_output_tokens"] = generation.max_tokens
     if generation.temperature is not None:
