@@ -209,3 +209,15 @@ def test_tool_free_packages_import_nothing_from_tools() -> None:
         if package_of(target) == "tools"
     )
     assert not reaching, f"imports of contextengine.tools from {sorted(TOOL_FREE)}: {reaching}"
+
+
+def test_providers_import_nothing_from_session() -> None:
+    """Adapters read a request's typed messages (``types.Message``), never the record."""
+    reaching = sorted(
+        f"{source} -> {target}"
+        for source, targets in module_graph().items()
+        if package_of(source) == "providers"
+        for target in targets
+        if package_of(target) == "session"
+    )
+    assert not reaching, f"providers importing session: {reaching}"
