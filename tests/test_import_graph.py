@@ -253,3 +253,15 @@ def test_only_the_assemblers_import_the_config() -> None:
     found = config_importers()
     assert found <= set(CONFIG_READERS), f"new importers: {sorted(found - set(CONFIG_READERS))}"
     assert found == set(CONFIG_READERS), "a module no longer needs it: drop its row"
+
+
+def test_providers_import_nothing_from_session() -> None:
+    """Adapters read a request's typed messages (``types.Message``), never the record."""
+    reaching = sorted(
+        f"{source} -> {target}"
+        for source, targets in module_graph().items()
+        if package_of(source) == "providers"
+        for target in targets
+        if package_of(target) == "session"
+    )
+    assert not reaching, f"providers importing session: {reaching}"

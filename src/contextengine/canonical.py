@@ -12,13 +12,11 @@ import enum
 import json
 import math
 from collections.abc import Mapping, Set
-from typing import Any, overload
+from typing import Any, TypeVar, cast, overload
 
 from pydantic import BaseModel
 
-from contextengine.untrusted import valid_text
-
-JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+from contextengine.untrusted import JSONValue, valid_text
 
 
 @overload
@@ -63,6 +61,15 @@ def canonical_obj(obj: Any) -> JSONValue:
         members = [canonical_obj(v) for v in obj]
         return sorted(members, key=canonical_json)
     raise TypeError(f"canonical_json: cannot serialize {type(obj).__name__}")
+
+
+JSONMapping = TypeVar("JSONMapping", bound=Mapping[str, object])
+
+
+def canonical_copy(obj: JSONMapping) -> JSONMapping:
+    """``canonical_obj`` of a JSON mapping whose type is known (a message, a tool): the same
+    keys and values, rebuilt in sorted-key order, so it keeps its type."""
+    return cast(JSONMapping, canonical_obj(obj))
 
 
 def canonical_json(obj: Any) -> str:

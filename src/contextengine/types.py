@@ -1,12 +1,13 @@
-"""Small frozen types that cross module boundaries: tool calls, usage, model replies, turns."""
+"""Small types that cross module boundaries: tool calls, chat messages, usage, model replies,
+turns."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, NotRequired, TypedDict
 
-from contextengine.untrusted import parse_json
+from contextengine.untrusted import JSONObject, parse_json
 
 
 @dataclass(frozen=True)
@@ -21,14 +22,14 @@ class ToolCall:
     name: str
     arguments_json: str
 
-    def arguments(self) -> dict[str, Any]:
+    def arguments(self) -> JSONObject:
         """Parse the arguments; raises ``ValueError`` when they are not a strict JSON object."""
         value = parse_json(self.arguments_json or "{}")
         if not isinstance(value, dict):
             raise ValueError("tool call arguments must be a JSON object")
         return value
 
-    def arguments_or_empty(self) -> dict[str, Any]:
+    def arguments_or_empty(self) -> JSONObject:
         """The arguments, or ``{}`` when they are not a JSON object."""
         try:
             return self.arguments()
@@ -71,6 +72,73 @@ class CacheDiagnosis:
             kind if isinstance(kind, str) and kind else "unknown",
             _count(reason.get("cache_missed_input_tokens")),
         )
+
+
+class FunctionCall(TypedDict):
+    """The function part of a wire tool call: its name and its arguments as JSON text."""
+
+    name: str
+    arguments: str
+
+
+class WireToolCall(TypedDict):
+    """A tool call inside an assistant message (OpenAI chat form)."""
+
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
+
+
+class SystemMessage(TypedDict):
+    """System text: the prompt, project rules, a compaction summary."""
+
+    role: Literal["system"]
+    content: str
+
+
+class UserMessage(TypedDict):
+    """User text, and every framed note the engine shows the model as the user."""
+
+    role: Literal["user"]
+    content: str
+
+
+class AssistantMessage(TypedDict):
+    """A model reply. ``provider_items`` (only when there are some) are the opaque items
+    the answering provider must get back with it (``ModelReply.provider_items``)."""
+
+    role: Literal["assistant"]
+    content: str
+    tool_calls: NotRequired[list[WireToolCall]]
+    provider_items: NotRequired[list[JSONObject]]
+
+
+class ToolMessage(TypedDict):
+    """One tool result, answering the call ``tool_call_id``."""
+
+    role: Literal["tool"]
+    tool_call_id: str
+    content: str
+
+
+Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+"""A chat message in the provider-neutral form (OpenAI chat's), as the builder puts it in a
+request and every adapter translates it; ``role`` tells the four apart."""
+
+
+class FunctionSpec(TypedDict):
+    """A function tool's name, description and JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: JSONObject
+
+
+class ToolDefinition(TypedDict):
+    """A tool as a request lists it (OpenAI function-tool form)."""
+
+    type: Literal["function"]
+    function: FunctionSpec
 
 
 @dataclass(frozen=True)
@@ -177,7 +245,7 @@ class ModelReply:
     reasoning: str = ""
     usage: Usage = field(default_factory=Usage)
     finish_reason: FinishReason = "stop"
-    provider_items: tuple[dict[str, Any], ...] = ()
+    provider_items: tuple[JSONObject, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,13 @@ from typing import Any
 MAX_JSON_DEPTH = 100
 """Deepest nesting of arrays/objects accepted from outside (tool arguments nest a few levels)."""
 
+JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+"""Any JSON value (what ``parse_json`` returns), for data whose shape is chosen outside:
+tool arguments a model wrote, raw API payloads, opaque provider items."""
+
+JSONObject = dict[str, JSONValue]
+"""A JSON object of any shape."""
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 

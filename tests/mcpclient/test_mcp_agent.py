@@ -138,7 +138,8 @@ def test_images_and_resources_become_placeholders_and_text(session):
 def test_the_request_after_a_destructive_tool_ends_with_the_full_status(session):
     _, provider, *_ = session
     before, after = provider.requests[7], provider.requests[8]
-    assert before.messages[-1]["content"] == "Focus: step 1"
+    # an ordinary step of a short run has no full status (at most the focus line)
+    assert not before.messages[-1]["content"].startswith("## Task status")
     tail = after.messages[-1]["content"]
     assert tail.startswith("## Task status") and "[>] 1 Try every MCP tool" in tail
 

@@ -113,7 +113,9 @@ def test_a_run_records_the_providers_verdict_beside_the_monitors(
     tmp_path: Path, fake_server: StartServer
 ) -> None:
     server = fake_server("anthropic", STEPS, diagnostics=True)
-    agent = Agent(provider(server.base_url, cache_diagnostics=True), tmp_path / "ws", Config())
+    # the tail from the first step on (no overhead allowance to wait for)
+    config = Config(overhead_share=None)
+    agent = Agent(provider(server.base_url, cache_diagnostics=True), tmp_path / "ws", config)
     result = agent.run("Create a.txt holding x, then check it.")
     assert result.status == "completed"
     lines = [json.loads(line) for line in (result.session_dir / "usage.jsonl").read_text().split()]

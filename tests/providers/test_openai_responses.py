@@ -282,7 +282,6 @@ def _output_items() -> st.SearchStrategy[list[dict[str, Any]]]:
 @given(_output_items())
 def test_output_items_come_back_in_order_without_server_ids(items: list[dict[str, Any]]) -> None:
     from contextengine.providers.openai_responses import kept_item
-    from contextengine.session.render import PROVIDER_ITEMS
 
     text = "".join(i["content"][0]["text"] for i in items if i["type"] == "message")
     calls = [
@@ -294,7 +293,11 @@ def test_output_items_come_back_in_order_without_server_ids(items: list[dict[str
         for i in items
         if i["type"] == "function_call"
     ]
-    message = {"role": "assistant", "content": text, PROVIDER_ITEMS: [kept_item(i) for i in items]}
+    message = {
+        "role": "assistant",
+        "content": text,
+        "provider_items": [kept_item(i) for i in items],
+    }
     if calls:
         message["tool_calls"] = calls
     expected = [{k: v for k, v in i.items() if k not in ("id", "status")} for i in items]

@@ -35,6 +35,7 @@ from contextengine.session.entries import SummaryEntry
 from contextengine.session.session import Session
 from contextengine.session.store.protocol import Archive, archive_name
 from contextengine.types import ModelReply
+from contextengine.untrusted import JSONObject
 
 SideCall = Callable[[Request, float], Generator[AgentEvent, None, ModelReply | None]]
 # (instruction, how many live records to show, None = all) -> the summary request
@@ -105,7 +106,7 @@ class Compactor:
                     "skipped", "Nothing can be archived without splitting a round."
                 )
             return False
-        details = {
+        details: JSONObject = {
             "entries": len(plan.removed),
             "scope": plan.scope,
             "first_index": plan.first_index,

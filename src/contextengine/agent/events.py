@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
+
+from contextengine.untrusted import JSONObject
 
 RunStatus = Literal["completed", "max_steps", "needs_human", "error", "cancelled"]
 
@@ -27,7 +29,7 @@ class RunResult:
 class _Event:
     type: ClassVar[str]
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> JSONObject:
         """JSON-ready fields of the event."""
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
 
@@ -111,7 +113,7 @@ class CompactionEvent(_Event):
     type: ClassVar[str] = "compaction"
     stage: str
     message: str
-    details: dict[str, Any] = field(default_factory=dict)
+    details: JSONObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ starts from zero); the usage log on disk is the durable record.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from contextengine.agent.events import (
     AgentEvent,
@@ -18,6 +17,7 @@ from contextengine.agent.events import (
     ToolResultEvent,
     UsageEvent,
 )
+from contextengine.untrusted import JSONObject
 
 
 class AgentStats:
@@ -56,7 +56,7 @@ class AgentStats:
         elif isinstance(event, CompactionEvent) and event.stage == "started":
             self.compactions += 1
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         """The counters as plain JSON-ready values.
 
         ``cache_hit_rate`` is cached / input tokens over every call; ``strikes`` counts

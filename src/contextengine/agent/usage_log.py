@@ -7,13 +7,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from contextengine.canonical import canonical_json
 from contextengine.context.monitor import PrefixReport
 from contextengine.errors import SessionLogError
 from contextengine.types import Usage
-from contextengine.untrusted import parse_json
+from contextengine.untrusted import JSONObject, parse_json
 
 logger = logging.getLogger(__name__)
 
@@ -32,9 +31,9 @@ class UsageRecord:
     cache_write_tokens: int
     output_tokens: int
     latency_s: float
-    prefix: dict[str, Any] = field(default_factory=dict)
+    prefix: JSONObject = field(default_factory=dict)
     ts: str = ""
-    cache_diagnosis: dict[str, Any] | None = None
+    cache_diagnosis: JSONObject | None = None
 
     @classmethod
     def of(cls, step: int, purpose: str, usage: Usage, prefix: PrefixReport) -> UsageRecord:

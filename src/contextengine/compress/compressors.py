@@ -18,6 +18,7 @@ from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.classify import TRACEBACK_HEADER, stderr_tail
 from contextengine.toolkit.text_forms import format_ls_entry, number_lines, split_lines
 from contextengine.toolkit.traits import Compressor
+from contextengine.untrusted import JSONObject
 
 Category = Compressor
 
@@ -103,7 +104,7 @@ def compress(
     else:
         category = compressor or tool_category(tool_name, arguments)
         data = _RAW[category](outcome.text, arguments, cuts, error)
-    history: dict[str, Any] = {"status": outcome.status, "data": data}
+    history: JSONObject = {"status": outcome.status, "data": data}
     if error and outcome.error is not None:
         history["error"] = {"code": outcome.error.code, "message": outcome.error.message}
     return Compressed(canonical_json(history), cuts.cut)
@@ -154,8 +155,8 @@ class _Cuts:
                 tail = max(tail, len(lines) - start)
         return self.lines(lines, min(head, max(0, len(lines) - tail)), tail)
 
-    def items(self, items: list[str], keep: int, total: int, noun: str) -> dict[str, Any]:
-        out: dict[str, Any] = {noun: [self.line(i) for i in items[:keep]]}
+    def items(self, items: list[str], keep: int, total: int, noun: str) -> JSONObject:
+        out: JSONObject = {noun: [self.line(i) for i in items[:keep]]}
         if total > keep:
             out["more"] = self.marker(f"{total - keep} of {total} {noun}")
         return out
@@ -182,7 +183,7 @@ def _last_traceback(lines: list[str]) -> int | None:
 # Our own tools: structured data.
 
 
-def _read(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> dict[str, Any]:
+def _read(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> JSONObject:
     data = outcome.data
     shown = data["end_line"] - data["start_line"] + 1 if data["end_line"] else 0
     out = {k: data[k] for k in ("path", "start_line", "end_line", "total_lines", "mtime")}
@@ -192,7 +193,7 @@ def _read(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> di
     return out
 
 
-def _write(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> dict[str, Any]:
+def _write(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> JSONObject:
     data = outcome.data
     lines = split_lines(str(arguments.get("content", "")))
     head = [cuts.line(line) for line in number_lines(lines[:WRITE_KEEP], 1)]
@@ -206,7 +207,7 @@ def _write(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> d
     return out
 
 
-def _edit(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> dict[str, Any]:
+def _edit(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> JSONObject:
     data = outcome.data
     out = {k: data[k] for k in ("path", "edits", "replacements", "changed_lines")}
     snippets = list(data.get("snippets", []))
@@ -216,7 +217,7 @@ def _edit(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> di
     return out
 
 
-def _ls(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> dict[str, Any]:
+def _ls(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> JSONObject:
     data = outcome.data
     total = sum(data["counts"].values())
     entries = [format_ls_entry(e) for e in data["entries"][:LS_KEEP]]
@@ -227,13 +228,13 @@ def _ls(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> dict
     }
 
 
-def _glob(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> dict[str, Any]:
+def _glob(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> JSONObject:
     data = outcome.data
     kept = cuts.items(list(data["matches"]), GLOB_KEEP, data["count"], "matches")
     return {"pattern": data["pattern"], "count": data["count"], **kept}
 
 
-def _grep(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> dict[str, Any]:
+def _grep(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> JSONObject:
     data = outcome.data
     summary = f"{data['count']} matches in {data['files']} files"
     if data.get("truncated"):
@@ -242,10 +243,10 @@ def _grep(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> di
     return {"pattern": data["pattern"], "path": data["path"], "summary": summary, **kept}
 
 
-def _shell(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> dict[str, Any]:
+def _shell(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> JSONObject:
     data = outcome.data
     error = outcome.status == "error"
-    out: dict[str, Any] = {
+    out: JSONObject = {
         k: data[k] for k in ("exit_code", "stdout_lines", "stderr_lines", "timed_out")
     }
     stderr = str(data["stderr"])
@@ -259,15 +260,15 @@ def _shell(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> d
     return out
 
 
-def _todo(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> dict[str, Any]:
+def _todo(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> JSONObject:
     return {"recap": outcome.data.get("recap", outcome.text)}
 
 
-def _other(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> dict[str, Any]:
+def _other(outcome: ToolOutcome, arguments: Mapping[str, Any], cuts: _Cuts) -> JSONObject:
     return {"text": cuts.chars(outcome.text, outcome.status == "error")}
 
 
-_NATIVE: Mapping[Category, Callable[[ToolOutcome, Mapping[str, Any], _Cuts], dict[str, Any]]] = {
+_NATIVE: Mapping[Category, Callable[[ToolOutcome, Mapping[str, Any], _Cuts], JSONObject]] = {
     "read": _read,
     "write": _write,
     "edit": _edit,
@@ -283,16 +284,16 @@ _NATIVE: Mapping[Category, Callable[[ToolOutcome, Mapping[str, Any], _Cuts], dic
 # Other harnesses' tools: raw text only.
 
 
-def _path_of(arguments: Mapping[str, Any]) -> dict[str, Any]:
+def _path_of(arguments: Mapping[str, Any]) -> JSONObject:
     path = arguments.get("path") or arguments.get("file_path")
     return {"path": str(path)} if path else {}
 
 
-def _raw_read(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> dict[str, Any]:
+def _raw_read(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> JSONObject:
     return {**_path_of(arguments), "content": cuts.lines(split_lines(text), READ_KEEP)}
 
 
-def _raw_write(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> dict[str, Any]:
+def _raw_write(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> JSONObject:
     content = arguments.get("content", arguments.get("file_text"))
     out = {**_path_of(arguments), "result": cuts.chars(text, error)}
     if isinstance(content, str) and not error:
@@ -304,27 +305,27 @@ def _raw_write(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool
     return out
 
 
-def _raw_edit(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> dict[str, Any]:
+def _raw_edit(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> JSONObject:
     return {
         **_path_of(arguments),
         "result": cuts.error_lines(split_lines(text), EDIT_TEXT_KEEP, 0, error),
     }
 
 
-_RawCompressor = Callable[[str, Mapping[str, Any], _Cuts, bool], dict[str, Any]]
+_RawCompressor = Callable[[str, Mapping[str, Any], _Cuts, bool], JSONObject]
 
 
 def _raw_listing(keep: int, noun: str) -> _RawCompressor:
     def compress_listing(
         text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool
-    ) -> dict[str, Any]:
+    ) -> JSONObject:
         lines = split_lines(text)
         return {"lines": len(lines), noun: cuts.error_lines(lines, keep, 0, error)}
 
     return compress_listing
 
 
-def _raw_shell(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> dict[str, Any]:
+def _raw_shell(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> JSONObject:
     lines = split_lines(text)
     return {
         "lines": len(lines),
@@ -332,7 +333,7 @@ def _raw_shell(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool
     }
 
 
-def _raw_todo(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> dict[str, Any]:
+def _raw_todo(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> JSONObject:
     recap = text.strip().split("\n", 1)[0]
     if len(recap) > TODO_RECAP_CHARS:
         recap = recap[:TODO_RECAP_CHARS] + cuts.marker(f"{len(recap) - TODO_RECAP_CHARS} chars")
@@ -341,7 +342,7 @@ def _raw_todo(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool)
     return {"recap": recap}
 
 
-def _raw_other(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> dict[str, Any]:
+def _raw_other(text: str, arguments: Mapping[str, Any], cuts: _Cuts, error: bool) -> JSONObject:
     return {"text": cuts.chars(text, error)}
 
 

@@ -58,6 +58,7 @@ from contextengine.session.entries import (
 )
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
+from contextengine.untrusted import JSONObject
 
 # Every later request reads each stub: it says what and where, and no more.
 STUB_HEAD = "[pruned: {chars:,} chars, saved at {path}]"
@@ -390,7 +391,7 @@ def _action_start(text: str) -> int:
     return fences[-2] if len(fences) % 2 == 0 else fences[-1]  # an odd count: left open
 
 
-def _arguments(call: ToolCallRecord) -> dict[str, Any] | None:
+def _arguments(call: ToolCallRecord) -> JSONObject | None:
     """The call's arguments as an object, or ``None`` when they are not one."""
     try:
         value = json.loads(call.arguments_json)

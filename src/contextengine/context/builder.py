@@ -14,20 +14,20 @@ from bisect import bisect_left
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from contextengine.canonical import canonical_json, canonical_obj
+from contextengine.canonical import canonical_copy, canonical_json
 from contextengine.context.code_law import CodeLawReader
 from contextengine.context.request import Purpose, Request, Segments
 from contextengine.context.scrub import ScrubFinding, scrub_report
 from contextengine.errors import ConfigError
 from contextengine.session.entries import ToolResultEntry
 from contextengine.session.log import LogRecord
-from contextengine.session.render import Message, render_tool_result
+from contextengine.session.render import render_tool_result
 from contextengine.session.session import Session
 from contextengine.toolkit.mask import ToolMask
 from contextengine.toolkit.spec import ToolSpec
-from contextengine.types import HistoryMode
+from contextengine.types import HistoryMode, Message, SystemMessage, ToolDefinition, UserMessage
 
 
 @dataclass(frozen=True)
@@ -89,22 +89,26 @@ class ContextBuilder:
             raise ConfigError(f"duplicate tool names in {names}")
         tool_objs = [t.to_openai() for t in specs]
         if self._config.scrub:
-            tool_objs, findings = _scrub_tree(tool_objs)
+            scrubbed_tools, findings = _scrub_tree(tool_objs)
+            # Scrubbing rewrites strings only, so the tools keep their shape.
+            tool_objs = cast(list[ToolDefinition], scrubbed_tools)
             self.scrub_findings += findings
-        self._tools: tuple[dict[str, Any], ...] = tuple(tool_objs)
+        self._tools: tuple[ToolDefinition, ...] = tuple(tool_objs)
         self._tools_chunk = canonical_json(list(self._tools))
         # Only tools the request lists can be deferred (none under the text protocol).
         self.deferred_tools = frozenset(deferred_tools) & set(names)
-        self._system: Message = canonical_obj(
-            {"role": "system", "content": scrubbed.text if scrubbed else system_prompt}
-        )
+        system: SystemMessage = {
+            "role": "system",
+            "content": scrubbed.text if scrubbed else system_prompt,
+        }
+        self._system: Message = canonical_copy(system)
         self._system_chunk = canonical_json(self._system)
         self._code_law = CodeLawReader(project_root if self._config.code_law else None)
         self._l2_cache: tuple[str, Message, str] | None = None
         self._hist: _HistoryCache | None = None
 
     @property
-    def tools(self) -> tuple[dict[str, Any], ...]:
+    def tools(self) -> tuple[ToolDefinition, ...]:
         """The session's tools in request form."""
         return self._tools
 
@@ -150,8 +154,9 @@ class ContextBuilder:
             head_chunks.append(l2[2])
         tail_msgs: list[Message] = []
         if live.tail:
-            tail_msgs.append(canonical_obj({"role": "user", "content": live.tail}))
-        extra_msgs = [canonical_obj(m) for m in extra]
+            tail: UserMessage = {"role": "user", "content": live.tail}
+            tail_msgs.append(canonical_copy(tail))
+        extra_msgs = [canonical_copy(m) for m in extra]
         after = live_msgs + tail_msgs + extra_msgs
         persisted_chars = sum(len(c) for c in head_chunks) + hist.chars_before(cut)
         return Request(
@@ -185,13 +190,11 @@ class ContextBuilder:
         name, text = found
         if self._l2_cache is None or self._l2_cache[0] != text:
             rules = self._code_law.fit(name, text, self._config.context_window)
-            msg: Message = canonical_obj(
-                {
-                    "role": "system",
-                    "content": f'<project-rules file="{name}">\n{rules.rstrip()}\n</project-rules>',
-                }
-            )
-            self._l2_cache = (text, msg, canonical_json(msg))
+            msg: SystemMessage = {
+                "role": "system",
+                "content": f'<project-rules file="{name}">\n{rules.rstrip()}\n</project-rules>',
+            }
+            self._l2_cache = (text, canonical_copy(msg), canonical_json(msg))
         return self._l2_cache
 
     def _scratchpad(
@@ -264,23 +267,24 @@ class _HistoryCache:
 
 def _full_observation_message(obs: FullObservation) -> Message:
     header = f'<full-observation tool="{obs.tool}" call="{obs.call_id}">'
-    return canonical_obj({"role": "user", "content": f"{header}\n{obs.text}\n</full-observation>"})
+    message: UserMessage = {"role": "user", "content": f"{header}\n{obs.text}\n</full-observation>"}
+    return canonical_copy(message)
 
 
-def _scrub_tree(value: Any) -> tuple[Any, tuple[ScrubFinding, ...]]:
+def _scrub_tree(value: object) -> tuple[object, tuple[ScrubFinding, ...]]:
     """Scrub every string inside a JSON-like value (never the JSON syntax around it)."""
     if isinstance(value, str):
         result = scrub_report(value)
         return result.text, result.findings
     if isinstance(value, dict):
-        out: dict[str, Any] = {}
+        out: dict[object, object] = {}
         found: tuple[ScrubFinding, ...] = ()
         for k, v in value.items():
             out[k], f = _scrub_tree(v)
             found += f
         return out, found
     if isinstance(value, list):
-        items: list[Any] = []
+        items: list[object] = []
         found = ()
         for v in value:
             item, f = _scrub_tree(v)

@@ -14,6 +14,7 @@ from typing import Literal
 
 from contextengine.context.request import Request
 from contextengine.context.tokens import estimate_tokens
+from contextengine.untrusted import JSONObject
 
 BreakCause = Literal[
     "tools_changed",
@@ -60,9 +61,9 @@ class PrefixReport:
         """Estimated tokens of the reusable prefix."""
         return estimate_tokens(self.reusable_chars)
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> JSONObject:
         """A JSON-ready form for the usage log."""
-        out: dict[str, object] = {
+        out: JSONObject = {
             "request_chars": self.request_chars,
             "reusable_chars": self.reusable_chars,
             "reusable_tokens_est": self.reusable_tokens,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from contextengine.toolkit.mask import ToolMask
+from contextengine.types import Message, ToolDefinition
 
 Purpose = Literal["main", "summary", "reboot"]
 
@@ -42,8 +43,8 @@ class Request:
 
     session_id: str
     purpose: Purpose
-    _tools: tuple[dict[str, Any], ...]
-    _messages: tuple[dict[str, Any], ...]
+    _tools: tuple[ToolDefinition, ...]
+    _messages: tuple[Message, ...]
     chunks: tuple[str, ...]
     segments: Segments
     persisted_chars: int
@@ -54,12 +55,12 @@ class Request:
     deferred_tools: frozenset[str] = frozenset()
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[Message]:
         """Chat messages in OpenAI format: L1, L2, history, live observations, tail."""
         return list(self._messages)
 
     @property
-    def tools(self) -> list[dict[str, Any]]:
+    def tools(self) -> list[ToolDefinition]:
         """Tools in OpenAI function format, sorted by name; identical for a whole session."""
         return list(self._tools)
 

@@ -12,7 +12,7 @@ call's ``model_settings`` get ``prompt_cache_key`` (the mirror's session key), w
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from contextengine.canonical import canonical_obj
@@ -95,7 +95,7 @@ def _to_neutral(messages: Sequence[BaseMessage]) -> Iterator[Message]:
             yield {"role": "user", "content": text}
 
 
-def _from_neutral(messages: Sequence[Message], names: dict[str, str]) -> list[AnyMessage]:
+def _from_neutral(messages: Sequence[Mapping[str, Any]], names: dict[str, str]) -> list[AnyMessage]:
     """OpenAI chat messages as LangChain messages (tool arguments as sorted-key dicts)."""
     out: list[AnyMessage] = []
     for message in messages:

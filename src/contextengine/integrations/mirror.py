@@ -44,7 +44,7 @@ from contextengine.session.entries import (
     ToolResultEntry,
     UserEntry,
 )
-from contextengine.session.render import Message, RenderStyle
+from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.traits import UNDECLARED
@@ -117,7 +117,7 @@ class ContextMirror:
         )
         self.pruner = Pruner(self.session, config.settings(PruneSettings), self.externalizer, cache)
         self._builder = ContextBuilder(system_prompt="", settings=config.settings(BuilderSettings))
-        self._seen: list[Message] = []  # the framework's messages mirrored so far
+        self._seen: list[Mapping[str, Any]] = []  # the framework's messages mirrored so far
         self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self._plan = Plan()
         self._first_user: str | None = None
@@ -126,7 +126,7 @@ class ContextMirror:
         self._wrote_plan = False
         self._since_plan = 0  # characters mirrored since the plan was last in view
 
-    def view(self, messages: Sequence[Message]) -> list[Message]:
+    def view(self, messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """The messages to send now for the framework's ``messages`` (OpenAI chat form).
 
         Leading system messages are the framework's and pass through unchanged; the rest is
@@ -150,7 +150,8 @@ class ContextMirror:
         live = LiveContext(full_observations=fresh, tail=self._tail())
         self._iterations += 1
         request = self._builder.build(self.session, live)
-        return [dict(m) for m in messages[:lead]] + request.messages[request.segments.l1 :]
+        rebuilt: list[Mapping[str, Any]] = [dict(m) for m in messages[:lead]]
+        return rebuilt + request.messages[request.segments.l1 :]
 
     def file_read(self, path: str, start_line: int = 1, end_line: int | None = None) -> str:
         """Read a saved tool output or pruned text (the path a compressed_ref or stub names),

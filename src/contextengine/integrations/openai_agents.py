@@ -90,7 +90,7 @@ def _to_neutral(items: Sequence[Item]) -> list[Message] | None:
     return out
 
 
-def _from_neutral(messages: Iterable[Message]) -> Iterable[Item]:
+def _from_neutral(messages: Iterable[Mapping[str, Any]]) -> Iterable[Item]:
     """OpenAI chat messages as input items."""
     for n, message in enumerate(messages):
         role = message["role"]

@@ -13,7 +13,7 @@ would write the rebuilt messages back into the run's history, this one does not.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -121,7 +121,7 @@ def _to_neutral(messages: Sequence[ModelMessage]) -> Iterator[Message]:
 
 
 def _from_neutral(
-    messages: Sequence[Message], names: dict[str, str], original: Sequence[ModelMessage]
+    messages: Sequence[Mapping[str, Any]], names: dict[str, str], original: Sequence[ModelMessage]
 ) -> list[ModelMessage]:
     """OpenAI chat messages as pydantic-ai messages (runs of non-assistant ones merged into
     one request); the first request keeps the original's instructions."""
@@ -150,7 +150,7 @@ def _from_neutral(
     return out
 
 
-def _response_parts(message: Message) -> list[Any]:
+def _response_parts(message: Mapping[str, Any]) -> list[Any]:
     parts: list[Any] = [TextPart(message["content"])] if message.get("content") else []
     for call in message.get("tool_calls") or ():
         function = call["function"]

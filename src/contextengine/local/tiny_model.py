@@ -29,6 +29,7 @@ from contextengine.local.chat_format import (
     TOOL_CALL_OPEN,
     render_turns,
 )
+from contextengine.untrusted import JSONObject
 
 GGUF_NAME = "tiny-llama.gguf"
 HF_DIRNAME = "hf"
@@ -198,7 +199,7 @@ def corpus(lines: int = 3000) -> list[str]:
         parts = [rng.choice(_WORDS) for _ in range(rng.randint(1, 3))]
         return "/".join(parts) + rng.choice((".py", ".md", ".json", ".txt", ".toml"))
 
-    def arguments() -> dict[str, Any]:
+    def arguments() -> JSONObject:
         return {"path": path(), "start": rng.randint(1, 400), "pattern": rng.choice(_WORDS)}
 
     out: list[str] = []
@@ -302,7 +303,7 @@ def _write_hf(
         "eos_token_id": [ids[IM_END], ids[END_OF_TEXT]],
         "pad_token_id": ids[END_OF_TEXT],
     }
-    tokenizer_config = {
+    tokenizer_config: JSONObject = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "add_bos_token": False,
         "add_eos_token": False,
@@ -416,5 +417,5 @@ def _halves_to_pairs(weight: np.ndarray, heads: int) -> np.ndarray:
     )
 
 
-def _write_json(path: Path, value: dict[str, Any]) -> None:
+def _write_json(path: Path, value: JSONObject) -> None:
     path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -13,6 +14,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from contextengine.prices import DEFAULT_FAMILY, FAMILY_MODELS, RECORDED, UNKNOWN_PRICE
+
+if TYPE_CHECKING:  # the commands import the replay machinery only when they run
+    from contextengine.measure.replay import BreakRow, ReplayResult, SideCallRow
 
 _PRICE_CHOICES = f"a family ({', '.join(FAMILY_MODELS)}) or any model name genai-prices knows"
 REPORT_PRICES_HELP = f"Prices: {_PRICE_CHOICES} (default: by model, {DEFAULT_FAMILY})."
@@ -82,10 +86,9 @@ def replay_command(
             dump=dump,
             on_step=lambda name, step: progress.update(bars[name], completed=step + 1),
         )
-    figures = result.as_dict()
     out = Console(highlight=False, soft_wrap=True)
-    out.print(_replay_table(figures))
-    out.print(_policies_table(figures))
+    out.print(_replay_table(result))
+    out.print(_policies_table(result))
 
 
 _ROWS = (
@@ -109,47 +112,52 @@ _ROWS = (
 _COLUMNS = ("full_history", "sliding_window")
 
 
-def _replay_table(figures: dict[str, Any]) -> Table:
-    full = figures["baselines"]["full_history"]
-    columns = {"engine": figures, **{n: figures["baselines"][n] for n in _COLUMNS}}
+def _replay_table(result: ReplayResult) -> Table:
+    full = result.baselines["full_history"].rounded()
+    columns = {
+        "engine": result.engine.rounded(),
+        **{n: result.baselines[n].rounded() for n in _COLUMNS},
+    }
     table = Table(
-        title=f"replay {figures['trajectory']} ({figures['history_mode']} history, "
-        f"{figures['prices']} prices)",
+        title=f"replay {result.trajectory} ({result.config.effective_history_mode} history, "
+        f"{result.prices} prices)",
         title_justify="left",
     )
     table.add_column("")
     for name in columns:
         table.add_column(name, justify="right")
     for key, fmt in _ROWS:
-        table.add_row(key, *(_cell(fmt, col[key]) for col in columns.values()))
+        table.add_row(key, *(_cell(fmt, getattr(col, key)) for col in columns.values()))
     for key, label in (("cost_usd", "cost"), ("input_cost_usd", "input cost")):
+        base = getattr(full, key)
         table.add_row(
             f"{label} vs full_history",
-            *(f"{col[key] / full[key]:.3f}x" if full[key] else "-" for col in columns.values()),
+            *(f"{getattr(col, key) / base:.3f}x" if base else "-" for col in columns.values()),
         )
-    table.add_row("cache breaks", *(_breaks(col["cache_breaks"]) for col in columns.values()))
-    table.add_row("side calls", *(_sides(col["side_calls"]) for col in columns.values()))
+    table.add_row("cache breaks", *(_breaks(col.cache_breaks) for col in columns.values()))
+    table.add_row("side calls", *(_sides(col.side_calls) for col in columns.values()))
     return table
 
 
-def _policies_table(figures: dict[str, Any]) -> Table:
+def _policies_table(result: ReplayResult) -> Table:
     """The production policies (docs/baselines.md), one row each, against full history."""
-    full = figures["baselines"]["full_history"]
+    full = result.baselines["full_history"].rounded()
     table = Table(title="production policies on the same recording", title_justify="left")
     table.add_column("policy", no_wrap=True)
     for header in ("input cost", "vs full", "recall", "breaks", "side calls"):
         table.add_column(header, justify="right", no_wrap=True)
-    for name, col in figures["baselines"].items():
+    for name, baseline in result.baselines.items():
         if name in _COLUMNS:
             continue
-        ratio = col["input_cost_usd"] / full["input_cost_usd"] if full["input_cost_usd"] else 0
+        col = baseline.rounded()
+        ratio = col.input_cost_usd / full.input_cost_usd if full.input_cost_usd else 0
         table.add_row(
             name,
-            f"${col['input_cost_usd']:.4f}",
+            f"${col.input_cost_usd:.4f}",
             f"{ratio:.3f}x",
-            _cell("{:.3f}", col["reference_recall"]),
-            str(len(col["cache_breaks"])),
-            str(len(col["side_calls"])),
+            _cell("{:.3f}", col.reference_recall),
+            str(len(col.cache_breaks)),
+            str(len(col.side_calls)),
         )
     return table
 
@@ -158,7 +166,7 @@ def _cell(fmt: str, value: Any) -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def _breaks(breaks: list[dict[str, Any]]) -> str:
+def _breaks(breaks: Sequence[BreakRow]) -> str:
     if not breaks:
         return "0"
     causes: dict[str, int] = {}
@@ -167,7 +175,7 @@ def _breaks(breaks: list[dict[str, Any]]) -> str:
     return ", ".join(f"{n} {cause}" for cause, n in causes.items())
 
 
-def _sides(sides: list[dict[str, Any]]) -> str:
+def _sides(sides: Sequence[SideCallRow]) -> str:
     if not sides:
         return "0"
     return ", ".join(f"{s['purpose']} {s['cached_share']:.0%} cached" for s in sides)

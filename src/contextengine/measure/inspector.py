@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from contextengine.agent.request_log import RecordedRequest, read_requests
 from contextengine.agent.usage_log import UsageRecord
@@ -20,6 +19,7 @@ from contextengine.context.request import Segments
 from contextengine.errors import ContextEngineError
 from contextengine.measure.report import call_cost, call_events, load_usage, usage_report
 from contextengine.session.layout import SessionLayout
+from contextengine.untrusted import JSONObject, JSONValue
 
 PART_NAMES = ("tools", "system", "l2", "history", "live", "tail", "instruction")
 
@@ -44,7 +44,7 @@ class CallView:
     usage: UsageRecord | None
 
     @property
-    def cache_break(self) -> dict[str, Any] | None:
+    def cache_break(self) -> JSONObject | None:
         """The monitor's break ``{cause, position, old, new}``, or ``None``."""
         found = self.usage.prefix.get("break") if self.usage else None
         if not isinstance(found, dict):
@@ -65,7 +65,7 @@ class CallView:
         chars = len(self.request.text())
         return min(chars, round(u.cached_tokens * chars / u.input_tokens))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         """The ``inspect --json`` form of the call."""
         u = self.usage
         return {
@@ -134,10 +134,10 @@ def first_difference(old: str, new: str) -> int | None:
     return next((k for k in range(limit) if old[k] != new[k]), limit)
 
 
-def timeline(session_dir: Path) -> dict[str, Any]:
+def timeline(session_dir: Path) -> JSONObject:
     """Per call cached / cache-write / uncached tokens, cost and events; the report's totals."""
     records = load_usage(session_dir)
-    rows = []
+    rows: list[JSONValue] = []
     for n, r in enumerate(records, start=1):
         rows.append(
             {
@@ -149,7 +149,7 @@ def timeline(session_dir: Path) -> dict[str, Any]:
                 "output": r.output_tokens,
                 # unknown prices count as 0 here; the totals list those models
                 "cost_usd": round(call_cost(r) or 0.0, 6),
-                "events": call_events(r),
+                "events": list[JSONValue](call_events(r)),
             }
         )
     return {"calls": rows, "totals": usage_report(session_dir, records).as_dict()}

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
 
 from contextengine.agent.text_protocol import parse_text_reply
 from contextengine.canonical import canonical_json
@@ -36,7 +35,16 @@ from contextengine.toolkit.spec import ToolSpec
 from contextengine.toolkit.traits import UNDECLARED, ToolTraits
 from contextengine.tools.context import ToolContext
 from contextengine.tools.todo import TODO_TOOL_NAMES, todo_items
-from contextengine.types import ModelReply, ReplyDone, ReplyEvent, TextDelta, ToolCall, Usage
+from contextengine.types import (
+    Message,
+    ModelReply,
+    ReplyDone,
+    ReplyEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+from contextengine.untrusted import JSONObject
 
 _EMPTY_ELEMENT = re.compile(r"<(\w+)>\s*</\1>")
 
@@ -246,7 +254,7 @@ def compaction_summary(request: Request, count: Callable[[str], int]) -> str:
     return identifier_summary(SUMMARY_HEADING, history[:end], count, limit)
 
 
-def _opening(message: dict[str, Any]) -> str:
+def _opening(message: Message) -> str:
     """A message's content as the summary instruction quotes it (whitespace collapsed)."""
     return " ".join(str(message.get("content") or "").split())
 
@@ -290,7 +298,7 @@ class RecordedTools:
         return outcome
 
 
-def _recorded_no(tool_name: str, arguments: dict[str, Any], text: str) -> bool:
+def _recorded_no(tool_name: str, arguments: JSONObject, text: str) -> bool:
     """Whether a recorded failed shell call is what ``shell_exec`` counts a success
     (``answered_no``): its observation holds one exit status, and around it only empty
     wrappers and what the command printed."""

@@ -27,7 +27,7 @@ from contextengine.measure.policies import SUMMARY_BUDGET_TOKENS, Clear, Compact
 from contextengine.measure.sliding_window import window_start
 from contextengine.measure.summaries import identifier_summary
 from contextengine.session.diversity import TEXT_OBSERVATION_TEMPLATES
-from contextengine.types import ModelReply
+from contextengine.types import Message, ModelReply
 
 # full_history renders text-protocol observations with the plain template (diversity off)
 OBSERVATION_PREFIX = TEXT_OBSERVATION_TEMPLATES[0].split("{", 1)[0]
@@ -41,7 +41,7 @@ VERIFY_INSTRUCTION = (
     "result or constraint it left out, and write the final summary."
 )
 
-Entry = tuple[int | None, dict[str, Any]]  # (index in the full history, message shown)
+Entry = tuple[int | None, Message]  # (index in the full history, message shown)
 
 
 def policy_calls(
@@ -75,7 +75,7 @@ class _Cut:
 
     kept: tuple[int, ...]
     upto: int
-    replaced: tuple[dict[str, Any], ...]
+    replaced: tuple[Message, ...]
 
 
 class _PolicyRun:
@@ -86,7 +86,7 @@ class _PolicyRun:
         self.accountant = accountant
         self.window = window
         self.cleared: set[int] = set()
-        self.summary: dict[str, Any] | None = None
+        self.summary: Message | None = None
         self.kept: tuple[int, ...] = ()  # messages before the summary, by full index
         self.upto = 1  # full-history messages from here on follow the summary
         self.epoch = 0
@@ -123,7 +123,7 @@ class _PolicyRun:
         shown += [(k, messages[k]) for k in range(self.upto, len(messages))]
         return [(k, m if k is None else self._shown(k, m, cleared)) for k, m in shown]
 
-    def _shown(self, k: int, message: dict[str, Any], cleared: bool) -> dict[str, Any]:
+    def _shown(self, k: int, message: Message, cleared: bool) -> Message:
         if not is_result(message):
             return message
         message = self._spilled(k, message)
@@ -132,7 +132,7 @@ class _PolicyRun:
             return _placeholder(k, message, clear)
         return message
 
-    def _spilled(self, k: int, message: dict[str, Any]) -> dict[str, Any]:
+    def _spilled(self, k: int, message: Message) -> Message:
         spill = self.policy.spill
         text = _result_text(message)
         if spill is None or len(text) <= spill.over_chars:
@@ -148,7 +148,7 @@ class _PolicyRun:
         entries: Sequence[Entry],
         *,
         purpose: Literal["main", "summary"] = "main",
-        extra: Sequence[dict[str, Any]] = (),
+        extra: Sequence[Message] = (),
         tools: bool = True,
     ) -> Request:
         """A request of ``entries`` (all marked for caching) and ``extra`` messages after."""
@@ -212,7 +212,7 @@ class _PolicyRun:
             self.cleared.update(chosen)
             self.epoch, self.rewrite = self.epoch + 1, "prune"
 
-    def _shorter(self, k: int, message: dict[str, Any], clear: Clear, tokens: int) -> bool:
+    def _shorter(self, k: int, message: Message, clear: Clear, tokens: int) -> bool:
         """Whether ``message`` (``tokens`` long) is longer than its placeholder."""
         placeholder = _placeholder(k, message, clear)
         return self.accountant.counter.count(canonical_json(placeholder)) < tokens
@@ -281,7 +281,7 @@ class _PolicyRun:
         full: Request,
         compact: Compact,
         entries: Sequence[Entry],
-        replaced: Sequence[dict[str, Any]],
+        replaced: Sequence[Message],
         text: str,
     ) -> None:
         """Charge the summary request(s): the view plus an instruction (reading its cached
@@ -290,9 +290,9 @@ class _PolicyRun:
         if compact.summary_reads_cache:
             base, tools = list(entries), True
         else:
-            system = {"role": "system", "content": SUMMARY_INSTRUCTION}
+            system: Message = {"role": "system", "content": SUMMARY_INSTRUCTION}
             base, tools = [(None, system), *((None, m) for m in replaced)], False
-        extra: list[dict[str, Any]] = [{"role": "user", "content": SUMMARY_INSTRUCTION}]
+        extra: list[Message] = [{"role": "user", "content": SUMMARY_INSTRUCTION}]
         output = self.accountant.counter.count(text)
         for number in range(compact.summary_calls):
             if number:
@@ -312,12 +312,14 @@ def _result_text(message: Mapping[str, Any]) -> str:
     return text.removeprefix(OBSERVATION_PREFIX) if message.get("role") == "user" else text
 
 
-def _with_text(message: Mapping[str, Any], text: str) -> dict[str, Any]:
-    prefix = OBSERVATION_PREFIX if message.get("role") == "user" else ""
-    return {**message, "content": prefix + text}
+def _with_text(message: Message, text: str) -> Message:
+    prefix = OBSERVATION_PREFIX if message["role"] == "user" else ""
+    changed = message.copy()
+    changed["content"] = prefix + text
+    return changed
 
 
-def _placeholder(k: int, message: dict[str, Any], clear: Clear) -> dict[str, Any]:
+def _placeholder(k: int, message: Message, clear: Clear) -> Message:
     text = _result_text(message)
     placeholder = clear.template.format(
         lines=len(text.splitlines()), path=_path(k), preview=clear.preview.of(text)
@@ -357,8 +359,8 @@ def _split_at_user(entries: Sequence[Entry], fraction: float) -> int:
                 return j + 1
             last = j
         done += sizes[j]
-    final = history[-1][1] if history else {}
-    if final.get("role") == "assistant" and not final.get("tool_calls"):
+    final = history[-1][1] if history else None
+    if final is not None and final["role"] == "assistant" and not final.get("tool_calls"):
         return len(entries)
     return last + 1
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from contextengine.context.monitor import common_prefix_len
 from contextengine.context.tokens import count_tokens, shared_counter
@@ -27,6 +27,56 @@ from contextengine.types import Usage
 OPEN_CONVERSATIONS = 64
 
 
+class BreakFigures(TypedDict):
+    """The ``break`` object of a request in ``profile --json``."""
+
+    cause: str
+    message_index: int | None
+    snippet: str
+    description: str
+    fix: str
+    lost_tokens: int
+    cost_usd: float | None
+
+
+RequestFigures = TypedDict(
+    "RequestFigures",
+    {
+        "index": int,
+        "conversation": int,
+        "wire": str,
+        "model": str,
+        "total_tokens": int,
+        "reusable_tokens": int,
+        "usage": dict[str, int] | None,
+        "break": BreakFigures | None,
+        "tail_replaced": bool,
+    },
+)
+"""One entry of ``requests`` in ``profile --json`` (``break`` is a keyword, hence this form)."""
+
+
+class ProfileSummary(TypedDict):
+    """The ``summary`` object of ``profile --json``."""
+
+    requests: int
+    conversations: int
+    total_tokens: int
+    reusable_tokens: int
+    hit_rate: float
+    breaks: int
+    breaks_by_cause: dict[str, int]
+    tail_replacements: int
+    lost_tokens: int
+    break_cost_usd: float
+    measured_requests: int
+    measured_input_tokens: int
+    measured_cached_tokens: int
+    measured_hit_rate: float | None
+    measured_cost_usd: float
+    unpriced_models: list[str]
+
+
 @dataclass(frozen=True)
 class BreakReport:
     """One cache break: its cause, where, the diff, the tokens re-read and their cost."""
@@ -35,7 +85,7 @@ class BreakReport:
     lost_tokens: int
     cost_usd: float | None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> BreakFigures:
         """The ``break`` object of ``profile --json``."""
         return {
             "cause": self.cause.cause,
@@ -62,7 +112,7 @@ class RequestProfile:
     cache_break: BreakReport | None = None
     tail_replaced: bool = False
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> RequestFigures:
         """One entry of ``requests`` in ``profile --json``."""
         return {
             "index": self.index,
@@ -149,7 +199,7 @@ class CacheProfiler:
         self.requests.append(profile)
         return profile
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> ProfileSummary:
         """Totals: requests, conversations, breaks (by cause), hit rates and costs."""
         return profile_summary(self.requests)
 
@@ -182,7 +232,7 @@ def profile_requests(captured: Iterable[CapturedRequest]) -> CacheProfiler:
     return profiler
 
 
-def profile_summary(requests: list[RequestProfile]) -> dict[str, Any]:
+def profile_summary(requests: list[RequestProfile]) -> ProfileSummary:
     """The ``summary`` object of ``profile --json``."""
     total = sum(r.total_tokens for r in requests)
     reusable = sum(r.reusable_tokens for r in requests)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from contextengine.prices import UNKNOWN_PRICE, usd
+
+if TYPE_CHECKING:  # the command imports the profiler only when it runs
+    from contextengine.measure.profile import ProfileSummary, RequestFigures
 
 SNIPPET_LINE = 70
 
@@ -57,7 +60,7 @@ def profile_command(
         console.print(f"\nreport: {html}", markup=False)
 
 
-def _table(requests: list[dict[str, Any]], capture: Path) -> Table:
+def _table(requests: list[RequestFigures], capture: Path) -> Table:
     table = Table(title=f"cache profile of {capture}", title_justify="left")
     for name in ("#", "conv", "tokens", "reusable", "share", "break"):
         table.add_column(name, justify="left" if name == "break" else "right")
@@ -78,7 +81,7 @@ def _table(requests: list[dict[str, Any]], capture: Path) -> Table:
     return table
 
 
-def _summary_line(summary: dict[str, Any]) -> str:
+def _summary_line(summary: ProfileSummary) -> str:
     line = (
         f"{summary['requests']} requests in {summary['conversations']} conversation(s): "
         f"{summary['hit_rate']:.1%} of tokens in a reusable prefix, {summary['breaks']} breaks "

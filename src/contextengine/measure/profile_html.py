@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
-from typing import Any
 
+from contextengine.measure.profile import BreakFigures, ProfileSummary, RequestFigures
 from contextengine.prices import UNKNOWN_PRICE, usd
 
 CHART_WIDTH = 880
@@ -20,9 +21,9 @@ margin:0 4px 0 12px}
 """
 
 
-def profile_html(requests: list[dict[str, Any]], summary: dict[str, Any], title: str) -> str:
+def profile_html(requests: Sequence[RequestFigures], summary: ProfileSummary, title: str) -> str:
     """The report page for ``profile --json``'s ``requests`` and ``summary``."""
-    rows = "".join(_break_row(r) for r in requests if r["break"])
+    rows = "".join(_break_row(r, brk) for r in requests if (brk := r["break"]))
     facts = "".join(
         f"<tr><th>{escape(name)}</th><td class=num>{escape(str(value))}</td></tr>"
         for name, value in _facts(summary)
@@ -45,8 +46,8 @@ def profile_html(requests: list[dict[str, Any]], summary: dict[str, Any], title:
     )
 
 
-def _facts(summary: dict[str, Any]) -> list[tuple[str, Any]]:
-    facts: list[tuple[str, Any]] = [
+def _facts(summary: ProfileSummary) -> list[tuple[str, object]]:
+    facts: list[tuple[str, object]] = [
         ("requests", summary["requests"]),
         ("conversations", summary["conversations"]),
         ("reusable prefix (hit rate)", f"{summary['hit_rate']:.1%}"),
@@ -62,8 +63,7 @@ def _facts(summary: dict[str, Any]) -> list[tuple[str, Any]]:
     return facts
 
 
-def _break_row(request: dict[str, Any]) -> str:
-    brk = request["break"]
+def _break_row(request: RequestFigures, brk: BreakFigures) -> str:
     index = "-" if brk["message_index"] is None else brk["message_index"]
     return (
         f"<tr><td class=num>{request['index']}</td><td><b>{escape(brk['cause'])}</b><br>"
@@ -73,7 +73,7 @@ def _break_row(request: dict[str, Any]) -> str:
     )
 
 
-def _chart(requests: list[dict[str, Any]]) -> str:
+def _chart(requests: Sequence[RequestFigures]) -> str:
     """Bars per request: total tokens in grey, the reusable prefix in green over it."""
     if not requests:
         return "<p>No requests.</p>"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from contextengine.agent.events import PruneEvent
 from contextengine.agent.loop import Agent
@@ -49,12 +49,43 @@ from contextengine.prices import (
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
+from contextengine.untrusted import JSONObject
 
 StepCallback = Callable[[str, int], None]
 
 
 class ReplayError(ContextEngineError):
     """The engine did not play a recording through (it ended a round early)."""
+
+
+class BreakRow(TypedDict):
+    """A cache break of a replayed main request: its step, cause and where it happened."""
+
+    step: int | None
+    cause: str
+    position: int
+    old: str
+    new: str
+
+
+class SideCallRow(TypedDict):
+    """A replayed side call (a summary, a reboot) and how much of it was cached."""
+
+    purpose: str
+    after_step: int | None
+    input_tokens: int
+    cached_tokens: int
+    cached_share: float
+
+
+class PruneRow(TypedDict):
+    """A pruning: when, how many results, what it saved and when it pays back."""
+
+    step: int
+    results: int
+    saved_tokens: int
+    payback_steps: float | None
+    remaining_steps: int
 
 
 @dataclass(frozen=True)
@@ -74,19 +105,24 @@ class StrategyResult:
     input_cost_usd: float
     floor_usd: float
     reference_recall: float | None
-    cache_breaks: tuple[dict[str, Any], ...]
-    side_calls: tuple[dict[str, Any], ...]
-    prunes: tuple[dict[str, Any], ...] = ()
+    cache_breaks: tuple[BreakRow, ...]
+    side_calls: tuple[SideCallRow, ...]
+    prunes: tuple[PruneRow, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
+    def rounded(self) -> StrategyResult:
+        """These figures with costs rounded to 1/1000 cent, as reported."""
+        return replace(
+            self,
+            cost_usd=round(self.cost_usd, 5),
+            input_cost_usd=round(self.input_cost_usd, 5),
+            floor_usd=round(self.floor_usd, 5),
+        )
+
+    def as_dict(self) -> JSONObject:
         """JSON-ready figures (costs rounded to 1/1000 cent)."""
-        out = asdict(self)
-        out["cost_usd"] = round(self.cost_usd, 5)
-        out["input_cost_usd"] = round(self.input_cost_usd, 5)
-        out["floor_usd"] = round(self.floor_usd, 5)
-        out["cache_breaks"] = list(self.cache_breaks)
-        out["side_calls"] = list(self.side_calls)
-        out["prunes"] = list(self.prunes)
+        out = asdict(self.rounded())
+        for rows in ("cache_breaks", "side_calls", "prunes"):
+            out[rows] = list(out[rows])
         return out
 
 
@@ -102,7 +138,7 @@ class ReplayResult:
     baselines: dict[str, StrategyResult]
     prices_fallback: bool = False  # the recorded model has no known price
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         """The ``replay --json`` object: the engine's keys at the top level."""
         return {
             "trajectory": self.trajectory,
@@ -385,7 +421,7 @@ def write_dump(trajectory: Trajectory, calls: Sequence[ReplayCall], directory: P
     directory.mkdir(parents=True, exist_ok=True)
     side = 0
     for call in calls:
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "purpose": call.request.purpose,
             "messages": call.request.messages,
             "tools": call.request.tools,
@@ -415,7 +451,7 @@ def apply_flags(config: Config, spec: str, **options: Any) -> Config:
     """``config`` with ``name=value`` settings from ``spec`` (comma-separated; ``on`` /
     ``off`` for switches, e.g. ``diversity=off,history_mode=full``) and then ``options``
     (settings given as their own command-line options; ``None`` = not given)."""
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     for item in filter(None, (part.strip() for part in spec.split(","))):
         name, sep, value = item.partition("=")
         if not sep:

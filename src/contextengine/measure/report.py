@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from contextengine.agent.usage_log import UsageRecord, read_usage
 from contextengine.errors import ContextEngineError
@@ -28,6 +27,7 @@ from contextengine.prices import UNKNOWN_PRICE, Prices, model_prices, prices_for
 from contextengine.session.entries import ToolResultEntry
 from contextengine.session.layout import SessionLayout
 from contextengine.session.listing import iter_entries
+from contextengine.untrusted import JSONObject
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,13 @@ class UsageReport:
     cost_without_cache_usd: float
     savings_usd: float
     savings_share: float
-    cache_breaks: tuple[dict[str, Any], ...]
+    cache_breaks: tuple[JSONObject, ...]
     unpriced_models: tuple[str, ...] = ()
-    sub_agents: tuple[dict[str, Any], ...] = ()
+    sub_agents: tuple[JSONObject, ...] = ()
     cache_diagnosed_calls: int = 0
-    cache_disagreements: tuple[dict[str, Any], ...] = ()
+    cache_disagreements: tuple[JSONObject, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         """JSON-ready totals."""
         out = asdict(self)
         out["models"] = list(self.models)
@@ -112,9 +112,9 @@ def usage_report(
         savings_usd=round(no_cache_cost - total_cost, 6),
         savings_share=round(1 - total_cost / no_cache_cost, 4) if no_cache_cost else 0.0,
         cache_breaks=tuple(
-            {"call": r.step, "purpose": r.purpose, **_break_fields(r.prefix["break"])}
+            {"call": r.step, "purpose": r.purpose, **_break_fields(found)}
             for r in records
-            if isinstance(r.prefix.get("break"), dict)
+            if isinstance(found := r.prefix.get("break"), dict)
         ),
         unpriced_models=tuple(sorted(unpriced)),
         sub_agents=tuple(sub_agent_usage(session_dir, prices)),
@@ -127,11 +127,11 @@ PROVIDER_BREAKS = frozenset({"model_changed", "system_changed", "tools_changed"}
 """Provider cache-miss reasons that always mean the cached prefix broke."""
 
 
-def cache_disagreements(records: list[UsageRecord]) -> list[dict[str, Any]]:
+def cache_disagreements(records: list[UsageRecord]) -> list[JSONObject]:
     """The main calls where the provider's cache diagnosis and the prefix monitor disagree
     on whether the prefix broke: ``call``, the provider's ``reason`` and
     ``missed_input_tokens``, the ``monitor``'s break cause (``stable`` for none)."""
-    found: list[dict[str, Any]] = []
+    found: list[JSONObject] = []
     previous: UsageRecord | None = None
     for record in records:
         if record.purpose != "main":
@@ -154,7 +154,7 @@ def cache_disagreements(records: list[UsageRecord]) -> list[dict[str, Any]]:
     return found
 
 
-def _provider_break(diagnosis: dict[str, Any] | None, previous: UsageRecord | None) -> bool | None:
+def _provider_break(diagnosis: JSONObject | None, previous: UsageRecord | None) -> bool | None:
     """Whether the provider says the prefix broke; ``None`` when it says nothing conclusive."""
     if diagnosis is None:
         return None
@@ -170,10 +170,10 @@ def _provider_break(diagnosis: dict[str, Any] | None, previous: UsageRecord | No
     return isinstance(missed, int) and missed > max(0, uncached)
 
 
-def sub_agent_usage(session_dir: Path, prices: str | None = None) -> list[dict[str, Any]]:
+def sub_agent_usage(session_dir: Path, prices: str | None = None) -> list[JSONObject]:
     """Each sub-agent the session delegated to (R16), in order: its session id and folder
     (a sibling of ``session_dir``), its model calls and their cost."""
-    found: list[dict[str, Any]] = []
+    found: list[JSONObject] = []
     for entry in iter_entries(SessionLayout(session_dir).log):
         if not isinstance(entry, ToolResultEntry) or entry.child_session is None:
             continue
@@ -207,7 +207,7 @@ def _no_cache(table: Prices, r: UsageRecord) -> float:
     return table.cost(r.input_tokens, 0, 0, r.output_tokens)
 
 
-def _break_fields(found: dict[str, Any]) -> dict[str, Any]:
+def _break_fields(found: JSONObject) -> JSONObject:
     keys = ("cause", "position", "old_snippet", "new_snippet")
     return {k: found[k] for k in keys if k in found}
 

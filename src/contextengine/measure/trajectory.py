@@ -19,6 +19,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     StrictBool,
     StrictStr,
     ValidationError,
@@ -29,7 +30,7 @@ from pydantic import (
 from contextengine.canonical import canonical_json
 from contextengine.errors import ConfigError, TrajectoryError
 from contextengine.toolkit.spec import ToolSpec
-from contextengine.untrusted import parse_json
+from contextengine.untrusted import JSONObject, parse_json
 
 
 class _Model(BaseModel):
@@ -48,6 +49,8 @@ class RecordedCall(_Model):
 
     name: StrictStr = Field(min_length=1)
     id: Any = None
+    # Any, not JsonValue: pydantic puts a union member's name in error locations, and only
+    # "dict[str,any]" is left out of the field path below
     arguments: dict[str, Any] | StrictStr = Field(default_factory=dict)
 
     @property
@@ -56,7 +59,7 @@ class RecordedCall(_Model):
         return self.arguments if isinstance(self.arguments, str) else canonical_json(self.arguments)
 
     @property
-    def argument_values(self) -> dict[str, Any]:
+    def argument_values(self) -> JSONObject:
         """The arguments as an object (empty when they were recorded as text)."""
         return self.arguments if isinstance(self.arguments, dict) else {}
 
@@ -80,12 +83,14 @@ class Trajectory(_Model):
     model: StrictStr = ""
     task: StrictStr
     system: StrictStr = ""
-    tools: tuple[dict[str, Any], ...] = ()
+    tools: tuple[dict[str, JsonValue], ...] = ()
     steps: tuple[RecordedStep, ...] = Field(min_length=1)
 
     @field_validator("tools")
     @classmethod
-    def _tools_have_names(cls, tools: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+    def _tools_have_names(
+        cls, tools: tuple[dict[str, JsonValue], ...]
+    ) -> tuple[dict[str, JsonValue], ...]:
         seen: set[str] = set()
         for k, tool in enumerate(tools):
             try:

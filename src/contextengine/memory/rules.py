@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from contextengine.memory.status import MEMORY_NAMES
 from contextengine.session.entries import (
@@ -44,6 +44,7 @@ from contextengine.session.log import LogRecord
 from contextengine.text import clip
 from contextengine.toolkit.command_line import simple_commands
 from contextengine.toolkit.traits import UNDECLARED, ToolTraits
+from contextengine.untrusted import JSONObject
 
 INFO_ACTIONS_PER_FINDING = 2
 STRIKES = 3
@@ -112,7 +113,7 @@ def plan_reminder_text(reason: RecitationReason, plan_text: str, where: str) -> 
     return f"{intro}\n{files}\n{_PLAN_OPEN}\n{plan_text.rstrip()}\n{_PLAN_CLOSE}"
 
 
-def is_info_gathering(traits: ToolTraits, arguments: dict[str, Any]) -> bool:
+def is_info_gathering(traits: ToolTraits, arguments: JSONObject) -> bool:
     """Reads, searches, listings, and commands that only inspect."""
     if traits.category == "read":
         return True
@@ -165,7 +166,7 @@ class RecentError:
         return f"{self.tool}{f' {self.action}' if self.action else ''}: {self.line}"
 
 
-def _action_of(traits: ToolTraits, arguments: dict[str, Any]) -> str:
+def _action_of(traits: ToolTraits, arguments: JSONObject) -> str:
     """What a call acted on, in one line: its command or path, clipped."""
     value = arguments.get(traits.action_key or "path")
     return clip(" ".join(value.split()), 60) if isinstance(value, str) else ""

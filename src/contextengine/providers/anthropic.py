@@ -77,11 +77,8 @@ from contextengine.providers.wire import (
     require_api_key,
     resolve_tool_choice,
 )
-from contextengine.session.render import PROVIDER_ITEMS
-from contextengine.types import (
-    ReplyDone,
-    ReplyEvent,
-)
+from contextengine.types import Message, ReplyDone, ReplyEvent, ToolDefinition
+from contextengine.untrusted import JSONObject
 
 SYSTEM_NOTE = "<system-reminder>\n{text}\n</system-reminder>"
 EMPTY_TEXT = "(empty)"
@@ -215,9 +212,9 @@ class AnthropicProvider(StreamingProvider):
         yield ReplyDone(reply)
 
 
-def anthropic_generation(generation: Generation) -> dict[str, Any]:
+def anthropic_generation(generation: Generation) -> JSONObject:
     """Temperature and reasoning effort as Messages fields (``max_tokens`` is a parameter)."""
-    fields: dict[str, Any] = {}
+    fields: JSONObject = {}
     if generation.temperature is not None:
         fields["temperature"] = generation.temperature
     if generation.reasoning_effort is not None:
@@ -316,20 +313,19 @@ def _thinking_on(params: Mapping[str, Any]) -> bool:
     return isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled")
 
 
-def _blocks(message: Mapping[str, Any], *, thinking: bool = False) -> tuple[str, list[Block]]:
-    role = message["role"]
+def _blocks(message: Message, *, thinking: bool = False) -> tuple[str, list[Block]]:
     content = message.get("content")
-    if role == "system":
+    if message["role"] == "system":
         return "user", [_text(SYSTEM_NOTE.format(text=plain_text(content)))]
-    if role == "tool":
+    if message["role"] == "tool":
         result: Block = {"type": "tool_result", "tool_use_id": message["tool_call_id"]}
         if plain_text(content):
             result["content"] = plain_text(content)
         return "user", [result]
-    if role == "assistant":
+    if message["role"] == "assistant":
         # Thinking goes back only while thinking is on; a tool search always does.
         kept = THINKING_BLOCKS | TOOL_SEARCH_BLOCKS if thinking else TOOL_SEARCH_BLOCKS
-        items = message.get(PROVIDER_ITEMS) or ()
+        items = message.get("provider_items") or ()
         blocks = [dict(item) for item in items if item.get("type") in kept]
         if plain_text(content).strip():
             blocks.append(_text(content))
@@ -353,7 +349,7 @@ def _text(content: Any) -> Block:
     return {"type": "text", "text": text if text.strip() else EMPTY_TEXT}
 
 
-def _tool(tool: Mapping[str, Any], deferred: bool = False) -> Block:
+def _tool(tool: ToolDefinition, deferred: bool = False) -> Block:
     function = tool["function"]
     block: Block = {
         "name": function["name"],

@@ -60,6 +60,7 @@ from contextengine.types import (
     ToolCall,
     Usage,
 )
+from contextengine.untrusted import JSONObject
 
 RESERVED_PARAMS = frozenset(
     {"model", "messages", "tools", "tool_choice", "stream", "stream_options", "prompt_cache_key"}
@@ -136,9 +137,9 @@ class OpenAIProvider(StreamingProvider):
 
 def chat_generation(
     generation: Generation, max_tokens_field: str = "max_completion_tokens"
-) -> dict[str, Any]:
+) -> JSONObject:
     """The generation settings as Chat Completions fields (unset ones are left out)."""
-    fields: dict[str, Any] = {}
+    fields: JSONObject = {}
     if generation.max_tokens is not None:
         fields[max_tokens_field] = generation.max_tokens
     if generation.temperature is not None:
@@ -148,7 +149,7 @@ def chat_generation(
     return fields
 
 
-def openai_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
+def openai_tool_choice(choice: ToolChoice) -> str | JSONObject:
     """``choice`` in OpenAI's ``tool_choice`` form.
 
     A subset uses ``allowed_tools`` so the ``tools`` list (and the cached prefix) stays the
@@ -164,7 +165,7 @@ def openai_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
     }
 
 
-def named_function(name: str) -> dict[str, Any]:
+def named_function(name: str) -> JSONObject:
     """The ``{"type": "function", "function": {"name": ...}}`` reference to one tool."""
     return {"type": "function", "function": {"name": name}}
 

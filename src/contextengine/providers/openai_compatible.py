@@ -58,8 +58,8 @@ from contextengine.providers.wire import (
     check_params,
     resolve_tool_choice,
 )
-from contextengine.types import ModelReply, ReplyDone, ReplyEvent, ToolCall
-from contextengine.untrusted import parse_json
+from contextengine.types import ModelReply, ReplyDone, ReplyEvent, ToolCall, ToolDefinition
+from contextengine.untrusted import JSONObject, parse_json
 
 Server = Literal["vllm", "sglang", "llamacpp", "ollama", "generic"]
 SERVERS: tuple[str, ...] = get_args(Server)
@@ -136,7 +136,7 @@ class OpenAICompatibleProvider(StreamingProvider):
                 event = ReplyDone(calls_from_array(event.reply))
             yield event
 
-    def _mask_fields(self, choice: ToolChoice, tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    def _mask_fields(self, choice: ToolChoice, tools: Sequence[ToolDefinition]) -> JSONObject:
         """``tool_choice`` plus, for a constrained subset, the server's constraint field."""
         if choice.kind != "required" or (choice.names is None and self.server != "vllm"):
             return {"tool_choice": choice.kind}
@@ -163,7 +163,7 @@ class OpenAICompatibleProvider(StreamingProvider):
         return {"tool_choice": "required"}
 
 
-def calls_schema(tools: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+def calls_schema(tools: Sequence[ToolDefinition], names: Sequence[str]) -> JSONObject:
     """JSON schema of a non-empty array of ``{"name", "parameters"}`` calls to ``names``."""
     parameters = {t["function"]["name"]: t["function"].get("parameters") for t in tools}
     return {

@@ -53,17 +53,21 @@ from contextengine.providers.wire import (
     text_field,
     token_count,
 )
-from contextengine.session.render import PROVIDER_ITEMS
 from contextengine.types import (
+    AssistantMessage,
     FinishReason,
+    Message,
     ModelReply,
     ReasoningDelta,
     ReplyDone,
     ReplyEvent,
     TextDelta,
     ToolCall,
+    ToolDefinition,
     Usage,
+    WireToolCall,
 )
+from contextengine.untrusted import JSONObject
 
 CacheRetention = Literal["in_memory", "24h"]
 
@@ -94,7 +98,8 @@ _REASONING_DELTAS = frozenset(
     {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
 )
 
-Item = dict[str, Any]
+Item = JSONObject
+"""One Responses input or output item (its shape is the API's)."""
 
 
 class OpenAIResponsesProvider(StreamingProvider):
@@ -183,9 +188,9 @@ class OpenAIResponsesProvider(StreamingProvider):
         yield ReplyDone(reply)
 
 
-def responses_generation(generation: Generation) -> dict[str, Any]:
+def responses_generation(generation: Generation) -> JSONObject:
     """The generation settings as Responses fields (unset ones are left out)."""
-    fields: dict[str, Any] = {}
+    fields: JSONObject = {}
     if generation.max_tokens is not None:
         fields["max_output_tokens"] = generation.max_tokens
     if generation.temperature is not None:
@@ -195,9 +200,7 @@ def responses_generation(generation: Generation) -> dict[str, Any]:
     return fields
 
 
-def responses_input(
-    messages: Sequence[Mapping[str, Any]], marks: frozenset[int] | None = None
-) -> list[Item]:
+def responses_input(messages: Sequence[Message], marks: frozenset[int] | None = None) -> list[Item]:
     """The builder's chat messages as Responses input items, provider items put back.
 
     With ``marks`` (a model with explicit cache breakpoints) every input message and tool
@@ -205,11 +208,10 @@ def responses_input(
     """
     items: list[Item] = []
     for i, message in enumerate(messages):
-        role = message["role"]
         text: Any = plain_text(message.get("content"))
-        if marks is not None and role != "assistant":
+        if marks is not None and message["role"] != "assistant":
             text = text_blocks(text, "input_text", i in marks)
-        if role == "tool":
+        if message["role"] == "tool":
             items.append(
                 {
                     "type": "function_call_output",
@@ -217,20 +219,20 @@ def responses_input(
                     "output": text,
                 }
             )
-        elif role == "assistant":
+        elif message["role"] == "assistant":
             items.extend(_assistant_items(message))
         else:
-            items.append({"role": role, "content": text})
+            items.append({"role": message["role"], "content": text})
     return items
 
 
-def _assistant_items(message: Mapping[str, Any]) -> list[Item]:
+def _assistant_items(message: AssistantMessage) -> list[Item]:
     """One assistant message as the output items it came from, in their order."""
     text = plain_text(message.get("content"))
     calls = list(message.get("tool_calls") or ())
     items: list[Item] = []
     text_sent = False
-    for kept in message.get(PROVIDER_ITEMS) or ():
+    for kept in message.get("provider_items") or ():
         kind = kept.get("type")
         if kind == "message" and not text_sent:
             items.append({**kept, "content": [_output_text(text)]})
@@ -249,7 +251,7 @@ def _output_text(text: str) -> Item:
     return {"type": "output_text", "text": text, "annotations": []}
 
 
-def _call_fields(call: Mapping[str, Any]) -> Item:
+def _call_fields(call: WireToolCall) -> Item:
     function = call["function"]
     return {
         "call_id": call["id"],
@@ -258,7 +260,7 @@ def _call_fields(call: Mapping[str, Any]) -> Item:
     }
 
 
-def responses_tool(tool: Mapping[str, Any]) -> Item:
+def responses_tool(tool: ToolDefinition) -> Item:
     """An OpenAI chat function tool as a Responses function tool."""
     function = tool["function"]
     return {

@@ -127,7 +127,7 @@ class ReplayedScript(ScriptedProvider):
         self._replies = responses
 
     def _response(self, request: Request) -> ScriptedResponse:
-        said = sum(1 for m in request.messages if m.get("role") == "assistant")
+        said = sum(1 for m in request.messages if m["role"] == "assistant")
         self._next = said + 1
         return self._replies[said % len(self._replies)]
 

@@ -15,10 +15,9 @@ from contextengine.canonical import canonical_json
 from contextengine.context.request import Request
 from contextengine.errors import BrokenReplyError, ConfigError, MissingAPIKeyError, ProviderError
 from contextengine.prices import DEFAULT_CACHE_LIFETIME_S
-from contextengine.session.render import PROVIDER_ITEMS
 from contextengine.text import one_line as single_line
-from contextengine.types import ReasoningEffort, ReplyEvent
-from contextengine.untrusted import parse_json, valid_text
+from contextengine.types import Message, ReasoningEffort, ReplyEvent
+from contextengine.untrusted import JSONObject, parse_json, valid_text
 
 T = TypeVar("T")
 
@@ -101,16 +100,21 @@ def resolve_tool_choice(request: Request) -> ToolChoice | None:
     return ToolChoice("required" if must_call else "auto", names)
 
 
-def chat_messages(request: Request) -> list[dict[str, Any]]:
+def chat_messages(request: Request) -> list[Message]:
     """The request's messages for a Chat Completions body, without provider items.
 
     Only a session that another adapter answered before has such items; they mean
     nothing to a chat server, which may reject the unknown key.
     """
-    return [
-        {k: v for k, v in m.items() if k != PROVIDER_ITEMS} if PROVIDER_ITEMS in m else m
-        for m in request.messages
-    ]
+    return [_without_provider_items(m) for m in request.messages]
+
+
+def _without_provider_items(message: Message) -> Message:
+    if message["role"] != "assistant" or "provider_items" not in message:
+        return message
+    plain = message.copy()
+    del plain["provider_items"]
+    return plain
 
 
 def canonical_arguments(raw: str) -> str:
@@ -121,7 +125,7 @@ def canonical_arguments(raw: str) -> str:
         return raw
 
 
-def arguments_object(arguments_json: str) -> dict[str, Any]:
+def arguments_object(arguments_json: str) -> JSONObject:
     """Arguments as the JSON object a wire format needs (Anthropic ``tool_use.input``).
 
     Empty arguments are ``{}``; anything that is not a JSON object is kept verbatim under

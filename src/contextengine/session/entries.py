@@ -7,12 +7,13 @@ entry is rendered (``contextengine.session.render``) and in the provider adapter
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     SerializerFunctionWrapHandler,
     TypeAdapter,
     model_serializer,
@@ -66,12 +67,12 @@ class AssistantEntry(_Entry):
     text: str = ""
     tool_calls: tuple[ToolCallRecord, ...] = ()
     reasoning: str = ""
-    provider_items: tuple[dict[str, Any], ...] = ()
+    provider_items: tuple[dict[str, JsonValue], ...] = ()
 
     @model_serializer(mode="wrap")
-    def _omit_empty_items(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _omit_empty_items(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
         # Logs of replies without provider items keep the line they always had.
-        data: dict[str, Any] = handler(self)
+        data: dict[str, object] = handler(self)
         if not self.provider_items:
             data.pop("provider_items", None)
         return data
@@ -102,9 +103,9 @@ class ToolResultEntry(_Entry):
     child_session: str | None = None
 
     @model_serializer(mode="wrap")
-    def _omit_no_child(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _omit_no_child(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
         # Results of calls that started no sub-agent keep the line they always had.
-        data: dict[str, Any] = handler(self)
+        data: dict[str, object] = handler(self)
         if self.child_session is None:
             data.pop("child_session", None)
         return data

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from contextengine.session.entries import ENTRY_ADAPTER, Entry, UserEntry
 from contextengine.session.meta import META_FILE
+from contextengine.untrusted import JSONObject
 
 TITLE_CHARS = 80
 
@@ -30,7 +30,7 @@ def session_folders(base: Path, has_session: Callable[[Path], bool]) -> Iterator
             yield meta_path.parent
 
 
-def read_header(log: Path) -> dict[str, Any]:
+def read_header(log: Path) -> JSONObject:
     """The log's header line (session id, created, protocol ...), or ``{}`` when unreadable."""
     try:
         with open(log, encoding="utf-8") as fh:

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -35,6 +34,7 @@ from contextengine.session.entries import (
     READABLE_FORMAT_VERSIONS,
     Entry,
 )
+from contextengine.types import Message
 
 LOG_FORMAT = "contextengine-session"
 
@@ -62,13 +62,13 @@ class LogRecord:
 
     index: int
     entry: Entry
-    messages: tuple[dict[str, Any], ...]
+    messages: tuple[Message, ...]
     chunks: tuple[str, ...]
     ts: str = ""
 
     @classmethod
     def make(
-        cls, index: int, entry: Entry, messages: Sequence[dict[str, Any]], ts: str | None = None
+        cls, index: int, entry: Entry, messages: Sequence[Message], ts: str | None = None
     ) -> LogRecord:
         """Build a record, computing the canonical text of each rendered message once.
 
@@ -80,7 +80,7 @@ class LogRecord:
 
     def to_json(self) -> str:
         """The log line for this record (without newline)."""
-        line: dict[str, Any] = {
+        line: dict[str, object] = {
             "v": ENTRY_FORMAT_VERSION,
             "i": self.index,
             "entry": self.entry.model_dump(mode="json"),

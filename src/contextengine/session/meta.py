@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from contextengine.errors import ContextEngineError
+from contextengine.untrusted import JSONObject
 
 META_FILE = "session.json"
 
@@ -77,7 +77,7 @@ def load_meta(directory: Path) -> SessionMeta:
         raise ContextEngineError(
             f"{directory}: not an agent session ({META_FILE} unreadable: {exc})"
         ) from None
-    data: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    data: JSONObject = raw if isinstance(raw, dict) else {}
     workspace = data.get("workspace")
     if not isinstance(workspace, str) or not workspace or "\0" in workspace:
         raise ContextEngineError(f"{path}: no valid 'workspace' path recorded")

@@ -8,9 +8,9 @@ as the provider-neutral form; adapters translate it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from contextengine.canonical import canonical_obj
+from contextengine.canonical import canonical_copy
 from contextengine.session.diversity import (
     OBSERVATION_TEMPLATES,
     TEXT_OBSERVATION_TEMPLATES,
@@ -29,12 +29,9 @@ from contextengine.session.entries import (
     ToolStartEntry,
     UserEntry,
 )
+from contextengine.types import AssistantMessage, Message
 
-Message = dict[str, Any]
 Protocol = Literal["native", "text"]
-
-PROVIDER_ITEMS = "provider_items"
-"""Key of an assistant message holding its opaque provider items (only when it has some)."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +46,7 @@ def render_entry(
     entry: Entry, index: int, session_id: str, style: RenderStyle
 ) -> tuple[Message, ...]:
     """Render one entry to zero or more chat messages (canonical key order)."""
-    return tuple(canonical_obj(m) for m in _render(entry, index, session_id, style))
+    return tuple(canonical_copy(m) for m in _render(entry, index, session_id, style))
 
 
 def render_observation(tool: str, content: str, template: int, protocol: Protocol) -> str:
@@ -59,33 +56,11 @@ def render_observation(tool: str, content: str, template: int, protocol: Protoco
 
 
 def _render(entry: Entry, index: int, session_id: str, style: RenderStyle) -> list[Message]:
-    if isinstance(entry, AssistantEntry) and entry.provider_items:
-        (message,) = _render_plain(entry, index, session_id, style)
-        return [{**message, PROVIDER_ITEMS: list(entry.provider_items)}]
-    return _render_plain(entry, index, session_id, style)
-
-
-def _render_plain(entry: Entry, index: int, session_id: str, style: RenderStyle) -> list[Message]:
     match entry:
         case UserEntry(text=text):
             return [{"role": "user", "content": text}]
-        case AssistantEntry(text=text, tool_calls=calls) if calls and style.protocol == "native":
-            return [
-                {
-                    "role": "assistant",
-                    "content": text,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments_json},
-                        }
-                        for c in calls
-                    ],
-                }
-            ]
-        case AssistantEntry(text=text):
-            return [{"role": "assistant", "content": text}]
+        case AssistantEntry():
+            return [_render_assistant(entry, style)]
         case ToolResultEntry():
             return [render_tool_result(entry, index, session_id, style)]
         case ToolStartEntry():
@@ -112,6 +87,22 @@ def _render_plain(entry: Entry, index: int, session_id: str, style: RenderStyle)
     raise TypeError(f"cannot render entry of kind {entry.kind!r}")
 
 
+def _render_assistant(entry: AssistantEntry, style: RenderStyle) -> AssistantMessage:
+    message: AssistantMessage = {"role": "assistant", "content": entry.text}
+    if entry.tool_calls and style.protocol == "native":
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments_json},
+            }
+            for c in entry.tool_calls
+        ]
+    if entry.provider_items:
+        message["provider_items"] = list(entry.provider_items)
+    return message
+
+
 def render_tool_result(
     entry: ToolResultEntry,
     index: int,
@@ -127,6 +118,9 @@ def render_tool_result(
         template = 0
     body = entry.content if content is None else content
     content = render_observation(entry.tool_name, body, template, style.protocol)
-    if style.protocol == "text":
-        return canonical_obj({"role": "user", "content": content})
-    return canonical_obj({"role": "tool", "tool_call_id": entry.call_id, "content": content})
+    message: Message = (
+        {"role": "user", "content": content}
+        if style.protocol == "text"
+        else {"role": "tool", "tool_call_id": entry.call_id, "content": content}
+    )
+    return canonical_copy(message)

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contextengine.canonical import canonical_obj
+from contextengine.canonical import canonical_copy
 from contextengine.errors import ConfigError
+from contextengine.types import ToolDefinition
 
 
 @dataclass(frozen=True)
@@ -34,15 +35,14 @@ class ToolSpec:
         except KeyError:
             raise ConfigError(f"tool definition without a name: {dict(tool)!r:.200}") from None
 
-    def to_openai(self) -> dict[str, Any]:
+    def to_openai(self) -> ToolDefinition:
         """The OpenAI function-tool form, keys in canonical order."""
-        return canonical_obj(
-            {
-                "type": "function",
-                "function": {
-                    "name": self.name,
-                    "description": self.description,
-                    "parameters": self.parameters,
-                },
-            }
-        )
+        definition: ToolDefinition = {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+        return canonical_copy(definition)

@@ -24,6 +24,7 @@ from contextengine.session.session import Session
 from contextengine.toolkit.traits import ToolTraits
 from contextengine.toolkit.workspace import PathRefused, Workspace
 from contextengine.types import ToolCall
+from contextengine.untrusted import JSONObject
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class HarnessContext:
         traits = self.call_traits(call) if self.call_traits else self.traits(call.name)
         return is_high_risk(traits, self._target_exists(arguments))
 
-    def _target_exists(self, arguments: dict[str, Any]) -> bool:
+    def _target_exists(self, arguments: JSONObject) -> bool:
         path = arguments.get("path")
         if not isinstance(path, str):
             return False

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from contextengine.canonical import canonical_json
 from contextengine.text import clip, one_line
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.classify import error_tail
 from contextengine.toolkit.traits import ToolTraits
 from contextengine.types import ToolCall
+from contextengine.untrusted import JSONObject
 
 ARGUMENTS_CHARS = 300
 RESULT_CHARS = 200
@@ -22,7 +21,7 @@ def error_class_of(outcome: ToolOutcome, error_class: str | None) -> str:
     return error_class or (outcome.error.code if outcome.error else "error")
 
 
-def action_of(traits: ToolTraits, arguments: dict[str, Any]) -> str:
+def action_of(traits: ToolTraits, arguments: JSONObject) -> str:
     """What a call acts on: its declared action argument (whitespace folded), else its
     path or pattern."""
     if traits.action_key:
@@ -31,11 +30,11 @@ def action_of(traits: ToolTraits, arguments: dict[str, Any]) -> str:
     return str(target) if target else ""
 
 
-def describe(call: ToolCall, traits: ToolTraits, arguments: dict[str, Any]) -> str:
+def describe(call: ToolCall, traits: ToolTraits, arguments: JSONObject) -> str:
     """The progress line of a call: its action argument, else its arguments as JSON."""
     key = traits.action_key
-    if key and isinstance(arguments.get(key), str):
-        return f"**{key.capitalize()}**: `{clip(one_line(arguments[key]), ARGUMENTS_CHARS)}`"
+    if key and isinstance(value := arguments.get(key), str):
+        return f"**{key.capitalize()}**: `{clip(one_line(value), ARGUMENTS_CHARS)}`"
     shown = canonical_json(arguments) if arguments else call.arguments_json
     return f"**Arguments**: `{clip(shown, ARGUMENTS_CHARS)}`"
 

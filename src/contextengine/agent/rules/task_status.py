@@ -30,7 +30,8 @@ class TaskStatusTail(Rule):
     The tail is paid uncached on every request it ends, from the session's overhead
     allowance (``ctx.allowance``): until that affords a full status, no request has a tail
     (a short run's whole history is in view anyway) and the recital is not consulted, so
-    the first tail it affords is the full status.
+    the first tail it affords is the full status. The full status after a high-risk call is
+    a safety rule, not a reminder: it is paid whatever the allowance holds.
     """
 
     def __init__(self, ctx: HarnessContext, max_errors: int = 0) -> None:
@@ -69,7 +70,7 @@ class TaskStatusTail(Rule):
         if self._finished is not None and plan == self._finished:
             plan, objective_text = Plan(), self._request
         allowance = self.ctx.allowance
-        if allowance is not None:
+        if allowance is not None and not self._after_risk:
             full = task_status(plan, objective_text, plannable=self.ctx.plannable)
             if not allowance.affords(count_tokens(full + errors_block(errors))):
                 return None
