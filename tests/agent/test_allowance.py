@@ -50,7 +50,8 @@ def call(name: str, **arguments: object) -> dict:
 def failing() -> dict:
     return {
         "content": "Trying.",
-        "tool_calls": [call("shell_exec", command="python3 -c 'print(undefined_name)'")],
+        # a read, not a high-risk call: R8.2's status after those is paid whatever the cost
+        "tool_calls": [call("file_read", path="missing.py")],
     }
 
 
@@ -81,8 +82,10 @@ def test_without_a_limit_the_same_run_recites_and_reboots(tmp_path: Path) -> Non
 
 def test_the_tail_comes_once_the_run_has_cost_enough(tmp_path: Path) -> None:
     listing = "\n".join(f"src/module_{i}/file_{i}.py" for i in range(400))
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "sources.txt").write_text(listing)
     script = [
-        {"content": "Listing.", "tool_calls": [call("shell_exec", command=f"echo '{listing}'")]}
+        {"content": "Listing.", "tool_calls": [call("file_read", path="sources.txt")]}
         for _ in range(6)
     ] + [{"content": "Listed them all, done."}]
     provider = ScriptedProvider(script)
