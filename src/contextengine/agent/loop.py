@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +22,13 @@ from contextengine.agent.events import (
     HumanQuestion,
     PruneEvent,
     RunResult,
+)
+from contextengine.agent.flow import (
+    PROCEED,
+    Finished,
+    HumanNeeded,
+    RebootDue,
+    StepOutcome,
 )
 from contextengine.agent.hooks import Harness, HookResult
 from contextengine.agent.in_thread import in_thread
@@ -59,6 +66,7 @@ from contextengine.session.session import Session
 from contextengine.session.store.choice import open_store
 from contextengine.toolkit.mask import ToolMask
 from contextengine.toolkit.modes import NO_TOOLS, MaskRules, mode_mask, mode_of
+from contextengine.types import ModelReply
 from contextengine.untrusted import valid_text
 
 MIN_FINAL_ANSWER_CHARS = 10
@@ -298,103 +306,135 @@ class Agent:
         close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
         message = valid_text(message)
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
-        if recorded_at is None:
-            incoming = self.gauge.scaled(count_tokens(text))
-            if self.compactor.needed(self.gauge.last_input_tokens + incoming):
-                yield from self._compact(LiveContext(tail=self._tail()), incoming)
-            round_start = self.session.append(UserEntry(text=text)).index
-        else:
-            round_start = recorded_at
-        yield from self._apply(self.harness.start_turn(text))
-        live: dict[int, FullObservation] = {}
-        retried_answer = False
-        retried_cut = False  # a final answer cut at max_tokens is asked for again once
-        rebooting: str | None = None  # the reboot prompt while a 3-strike reboot is due
+        turn = _Turn(cancel, (yield from self._open_round(text, recorded_at)))
+        outcome = yield from self._guarded(turn, 0, self._apply(self.harness.start_turn(text)))
         for step in range(self.config.max_steps):
-            if cancel is not None and cancel.is_set():
-                stopped = RunResult("", self.session_dir, "cancelled", step, _CANCELLED)
-                yield from self._finish(stopped)
-                return
-            yield from self._apply(self.harness.before_step(step))
-            context = LiveContext(live, round_start, self._tail())
-            if rebooting is None and (decision := self.pruner.decide()) is not None:
-                self.pruner.prune(decision)
-                yield PruneEvent(
-                    len(decision.records),
-                    decision.saved_tokens,
-                    round(decision.payback_steps, 1),
-                    self.calls.count,
-                )
-            request = self._build(context, rebooting)
-            if self.compactor.needed(self.gauge.of_request(request)) and (
-                yield from self._compact(context)
-            ):
-                request = self._build(context, rebooting)
-            try:
-                reply = yield from self.calls.ask(request)
-            except ProviderError as exc:
-                yield ErrorEvent(_provider_error_class(exc), str(exc))
-                yield from self._finish(RunResult("", self.session_dir, "error", step, str(exc)))
-                return
-            if rebooting:
-                rebooting = None
-                append_assistant(self.session, reply, ())
-                hook = self.harness.after_reboot(reply.content)
-                yield from self._apply(hook)
-                if hook.needs_human is not None:
-                    yield HumanQuestion(hook.needs_human)
-                    answer = self.ask_human(hook.needs_human) if self.ask_human else None
-                    if answer is None:
-                        result = RunResult(
-                            "", self.session_dir, "needs_human", step + 1, hook.needs_human
-                        )
-                        yield from self._finish(result)
-                        return
-                    self.session.append(UserEntry(text=answer))
-                continue
-            meaning = interpret(reply, self.session.style.protocol)
-            if meaning.problem is not None:
-                append_assistant(self.session, reply, ())
-                yield self._error("invalid_reply", meaning.problem)
-                hook = self.harness.after_error("invalid_reply")
-                yield from self._apply(hook)
-                if hook.reboot is not None:
-                    self.session.append(ReminderEntry(rule=STRIKE_RULE, text=REBOOT_NOTICE))
-                    rebooting = hook.reboot
-                continue
-            if meaning.final_answer is not None:
-                append_assistant(self.session, reply, ())
-                if reply.finish_reason == "length":
-                    if not retried_cut:
-                        retried_cut = True
-                        yield self._error("reply_cut", _CUT_ANSWER)
-                        continue
-                    # asked once already: the user gets the answer, told it is cut
-                    yield ErrorEvent("reply_cut", _CUT_AGAIN)
-                if (
-                    len(meaning.final_answer.strip()) < MIN_FINAL_ANSWER_CHARS
-                    and not retried_answer
-                ):
-                    retried_answer = True
-                    yield self._error("empty_answer", _SHORT_ANSWER)
-                    continue
-                yield from self._finish(
-                    RunResult(meaning.final_answer, self.session_dir, "completed", step + 1)
-                )
-                return
-            record = append_assistant(self.session, reply, meaning.calls)
-            if self.config.effective_history_mode != "round_scratchpad":
-                live = {}
-            assert isinstance(record.entry, AssistantEntry)
-            reboot = yield from self.tool_step.run_batch(
-                record.entry.tool_calls, self.mask, live, meaning.dropped, cancel
-            )
-            if reboot is not None:
-                # Only a constant notice is kept: the prompt is asked once, uncached,
-                # instead of being written to the cache and re-read on every later step.
-                self.session.append(ReminderEntry(rule=STRIKE_RULE, text=REBOOT_NOTICE))
-                rebooting = reboot
-        yield from self._finish(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
+            if isinstance(outcome, Finished):
+                break
+            outcome = yield from self._guarded(turn, step, self._step(turn, step))
+        if not isinstance(outcome, Finished):
+            outcome = Finished(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
+        yield from self._finish(outcome.result)
+
+    def _open_round(self, text: str, recorded_at: int | None) -> Generator[AgentEvent, None, int]:
+        """The index of the turn's user entry: appended now (after compacting when the
+        message would not fit), or ``recorded_at`` for a turn already recorded."""
+        if recorded_at is not None:
+            return recorded_at
+        incoming = self.gauge.scaled(count_tokens(text))
+        if self.compactor.needed(self.gauge.last_input_tokens + incoming):
+            yield from self._compact(LiveContext(tail=self._tail()), incoming)
+        return self.session.append(UserEntry(text=text)).index
+
+    def _guarded(
+        self,
+        turn: _Turn,
+        step: int,
+        run: Generator[AgentEvent, None, StepOutcome | None],
+    ) -> Generator[AgentEvent, None, StepOutcome]:
+        """What ``run`` ends with, or what the loop makes of the interrupt it raised."""
+        try:
+            return (yield from run) or PROCEED
+        except RebootDue as due:
+            # Only a constant notice is kept: the prompt is asked once, uncached,
+            # instead of being written to the cache and re-read on every later step.
+            self.session.append(ReminderEntry(rule=STRIKE_RULE, text=REBOOT_NOTICE))
+            turn.rebooting = due.prompt
+            return PROCEED
+        except HumanNeeded as needed:
+            return (yield from self._ask_human(needed.question, step))
+
+    def _ask_human(self, question: str, step: int) -> Generator[AgentEvent, None, StepOutcome]:
+        yield HumanQuestion(question)
+        answer = self.ask_human(question) if self.ask_human else None
+        if answer is None:
+            return Finished(RunResult("", self.session_dir, "needs_human", step + 1, question))
+        self.session.append(UserEntry(text=answer))
+        return PROCEED
+
+    def _step(self, turn: _Turn, step: int) -> Generator[AgentEvent, None, StepOutcome]:
+        """One model call and what its reply asks for."""
+        if turn.cancel is not None and turn.cancel.is_set():
+            return Finished(RunResult("", self.session_dir, "cancelled", step, _CANCELLED))
+        yield from self._apply(self.harness.before_step(step))
+        context = LiveContext(turn.live, turn.round_start, self._tail())
+        if turn.rebooting is None:
+            yield from self._prune()
+        request = yield from self._fitted_request(context, turn.rebooting)
+        try:
+            reply = yield from self.calls.ask(request)
+        except ProviderError as exc:
+            yield ErrorEvent(_provider_error_class(exc), str(exc))
+            return Finished(RunResult("", self.session_dir, "error", step, str(exc)))
+        if turn.rebooting is not None:
+            turn.rebooting = None
+            append_assistant(self.session, reply, ())
+            yield from self._apply(self.harness.after_reboot(reply.content))
+            return PROCEED
+        return (yield from self._answered(turn, reply, step))
+
+    def _prune(self) -> Iterator[AgentEvent]:
+        """Prune the history when the pruner finds it pays back."""
+        decision = self.pruner.decide()
+        if decision is None:
+            return
+        self.pruner.prune(decision)
+        yield PruneEvent(
+            len(decision.records),
+            decision.saved_tokens,
+            round(decision.payback_steps, 1),
+            self.calls.count,
+        )
+
+    def _fitted_request(
+        self, context: LiveContext, rebooting: str | None
+    ) -> Generator[AgentEvent, None, Request]:
+        """The step's request, built again after compacting when it would not fit."""
+        request = self._build(context, rebooting)
+        if not self.compactor.needed(self.gauge.of_request(request)):
+            return request
+        compacted = yield from self._compact(context)
+        return self._build(context, rebooting) if compacted else request
+
+    def _answered(
+        self, turn: _Turn, reply: ModelReply, step: int
+    ) -> Generator[AgentEvent, None, StepOutcome]:
+        """Act on a main reply: refuse it, take its final answer, or run its calls."""
+        meaning = interpret(reply, self.session.style.protocol)
+        if meaning.problem is not None:
+            append_assistant(self.session, reply, ())
+            yield self._error("invalid_reply", meaning.problem)
+            yield from self._apply(self.harness.after_error("invalid_reply"))
+            return PROCEED
+        if meaning.final_answer is not None:
+            return (yield from self._final_answer(turn, reply, meaning.final_answer, step))
+        record = append_assistant(self.session, reply, meaning.calls)
+        if self.config.effective_history_mode != "round_scratchpad":
+            turn.live = {}
+        assert isinstance(record.entry, AssistantEntry)
+        yield from self.tool_step.run_batch(
+            record.entry.tool_calls, self.mask, turn.live, meaning.dropped, turn.cancel
+        )
+        return PROCEED
+
+    def _final_answer(
+        self, turn: _Turn, reply: ModelReply, answer: str, step: int
+    ) -> Generator[AgentEvent, None, StepOutcome]:
+        """The turn's result, unless the answer is asked for again (once when cut at
+        max_tokens, once when empty or too short)."""
+        append_assistant(self.session, reply, ())
+        if reply.finish_reason == "length":
+            if not turn.retried_cut:
+                turn.retried_cut = True
+                yield self._error("reply_cut", _CUT_ANSWER)
+                return PROCEED
+            # asked once already: the user gets the answer, told it is cut
+            yield ErrorEvent("reply_cut", _CUT_AGAIN)
+        if len(answer.strip()) < MIN_FINAL_ANSWER_CHARS and not turn.retried_answer:
+            turn.retried_answer = True
+            yield self._error("empty_answer", _SHORT_ANSWER)
+            return PROCEED
+        return Finished(RunResult(answer, self.session_dir, "completed", step + 1))
 
     def _tail(self) -> str | None:
         return self.harness.task_status()
@@ -448,10 +488,13 @@ class Agent:
             self.compactor.compacted_to(after)
         return compacted
 
-    def _apply(self, hook: HookResult) -> Iterator[AgentEvent]:
+    def _apply(self, hook: HookResult) -> Generator[AgentEvent, None, None]:
+        """Append the hook's entries, emit its events, then raise its interrupt, if any."""
         for entry in hook.entries:
             self.session.append(entry)
         yield from hook.events
+        if hook.interrupt is not None:
+            raise hook.interrupt
 
     def _finish(self, result: RunResult) -> Iterator[AgentEvent]:
         yield from self._apply(self.harness.end_turn(result))
@@ -460,6 +503,18 @@ class Agent:
     def _error(self, error_class: str, message: str) -> ErrorEvent:
         self.session.append(ErrorEntry(error_class=error_class, message=message))
         return ErrorEvent(error_class, message)
+
+
+@dataclass
+class _Turn:
+    """What one turn's steps carry from one to the next."""
+
+    cancel: threading.Event | None
+    round_start: int  # the index of the turn's user entry
+    live: dict[int, FullObservation] = field(default_factory=dict)
+    retried_answer: bool = False
+    retried_cut: bool = False  # a final answer cut at max_tokens is asked for again once
+    rebooting: str | None = None  # the reboot prompt while a 3-strike reboot is due
 
 
 def _provider_error_class(exc: ProviderError) -> str:

@@ -18,6 +18,7 @@ from contextengine.agent.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from contextengine.agent.flow import InterruptFlow
 from contextengine.agent.hooks import Harness, HookResult
 from contextengine.agent.parts import ToolRunner
 from contextengine.agent.text_protocol import parse_text_reply
@@ -128,8 +129,8 @@ class ToolStep:
         live: dict[int, FullObservation],
         dropped: int = 0,
         cancel: threading.Event | None = None,
-    ) -> Generator[AgentEvent, None, str | None]:
-        """Run a reply's calls in order; returns the reboot prompt a 3-strike rule asks for.
+    ) -> Generator[AgentEvent, None, None]:
+        """Run a reply's calls in order, then raise the first interrupt a hook gave.
 
         A call past ``MAX_CALLS_PER_REPLY`` is not run: its result is an error naming the
         cap and the ``dropped`` calls after it. A ``cancel`` set while the batch runs
@@ -139,7 +140,7 @@ class ToolStep:
         the hooks' entries are appended after the whole batch has run.
         """
         deferred: list[Entry] = []
-        reboot: str | None = None
+        interrupt: InterruptFlow | None = None
         cancelled_before = cancel is not None and cancel.is_set()
         for number, recorded in enumerate(calls, 1):
             call = recorded.as_call()
@@ -152,10 +153,11 @@ class ToolStep:
             hook = yield from self.run(call, mask, live, refused)
             deferred.extend(hook.entries)
             yield from hook.events
-            reboot = reboot or hook.reboot
+            interrupt = interrupt or hook.interrupt
         for entry in deferred:
             self.session.append(entry)
-        return reboot
+        if interrupt is not None:
+            raise interrupt
 
     def run(
         self,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from contextengine.agent.flow import HumanNeeded, RebootDue
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
 from contextengine.memory.reboot import human_help, reboot_prompt
@@ -43,7 +44,7 @@ class ThreeStrikeRule(Rule):
         objective = objective_of(state.first_user_text or "")
         plan = self.ctx.plan_body(self._plan_tokens)
         prompt = reboot_prompt(struck, objective, plan, memory.read(PROGRESS))
-        return HookResult(reboot=prompt)
+        return HookResult(interrupt=RebootDue(prompt))
 
     def after_reboot(self, answer: str) -> HookResult:
         """Log the reboot answer; hand over to a human when question 5 says so."""
@@ -51,4 +52,4 @@ class ThreeStrikeRule(Rule):
         decision = f"yes - {help_.question}" if help_.needed else "no"
         body = f"{clip(answer.strip(), ANSWER_CHARS)}\n\n**Human help**: {decision}"
         self.ctx.memory.log("[~] 5-Question Reboot", body)
-        return HookResult(needs_human=help_.question if help_.needed else None)
+        return HookResult(interrupt=HumanNeeded(help_.question) if help_.needed else None)
