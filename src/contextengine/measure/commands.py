@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,6 +17,9 @@ from rich.table import Table
 from contextengine.config import Config
 from contextengine.prices import DEFAULT_FAMILY, FAMILY_MODELS, RECORDED, UNKNOWN_PRICE
 
+if TYPE_CHECKING:
+    from contextengine.measure.replay import ReplayResult
+
 _PRICE_CHOICES = f"a family ({', '.join(FAMILY_MODELS)}) or any model name genai-prices knows"
 REPORT_PRICES_HELP = f"Prices: {_PRICE_CHOICES} (default: by model, {DEFAULT_FAMILY})."
 REPLAY_PRICES_HELP = (
@@ -23,27 +28,39 @@ REPLAY_PRICES_HELP = (
 )
 
 
+TrajectoryArgument = Annotated[
+    Path, typer.Argument(help="A recorded run (bench TRAJECTORY_FORMAT).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+DumpOption = Annotated[
+    Path | None,
+    typer.Option(help="Write request-%04d.json per step and side-%04d.json per side call."),
+]
+FlagsOption = Annotated[
+    str, typer.Option(help="Settings as name=value, comma-separated: diversity=off,...")
+]
+HistoryModeOption = Annotated[
+    str | None, typer.Option(help="compressed, full or round_scratchpad.")
+]
+ContextWindowOption = Annotated[
+    int | None, typer.Option(help="Context window in tokens (compaction trigger).")
+]
+ReplayPricesOption = Annotated[str, typer.Option(help=REPLAY_PRICES_HELP)]
+ConfigFileOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="Config file (TOML or YAML).", dir_okay=False),
+]
+
+
 def replay_command(
-    trajectory: Annotated[Path, typer.Argument(help="A recorded run (bench TRAJECTORY_FORMAT).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-    dump: Annotated[
-        Path | None,
-        typer.Option(help="Write request-%04d.json per step and side-%04d.json per side call."),
-    ] = None,
-    flags: Annotated[
-        str, typer.Option(help="Settings as name=value, comma-separated: diversity=off,...")
-    ] = "",
-    history_mode: Annotated[
-        str | None, typer.Option(help="compressed, full or round_scratchpad.")
-    ] = None,
-    context_window: Annotated[
-        int | None, typer.Option(help="Context window in tokens (compaction trigger).")
-    ] = None,
-    prices: Annotated[str, typer.Option(help=REPLAY_PRICES_HELP)] = RECORDED,
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="Config file (TOML or YAML).", dir_okay=False),
-    ] = None,
+    trajectory: TrajectoryArgument,
+    as_json: JsonOption = False,
+    dump: DumpOption = None,
+    flags: FlagsOption = "",
+    history_mode: HistoryModeOption = None,
+    context_window: ContextWindowOption = None,
+    prices: ReplayPricesOption = RECORDED,
+    config: ConfigFileOption = None,
 ) -> None:
     """Replay a recorded run through the engine and compare it with the baselines."""
     from contextengine.measure.replay import apply_flags, replay
@@ -61,11 +78,19 @@ def replay_command(
             f"contextengine: no known price for model {recording.model!r}: "
             f"priced as {priced_as} (choose with --prices)\n"
         )
-    steps = len(recording.steps)
     if as_json:
         result = replay(recording, settings, name=str(trajectory), prices=prices, dump=dump)
         sys.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
         return
+    replay_at = partial(replay, recording, settings, name=str(trajectory), prices=prices, dump=dump)
+    figures = _with_progress(replay_at, len(recording.steps)).as_dict()
+    out = Console(highlight=False, soft_wrap=True)
+    out.print(_replay_table(figures))
+    out.print(_policies_table(figures))
+
+
+def _with_progress(replay_at: Callable[..., ReplayResult], steps: int) -> ReplayResult:
+    """``replay_at(on_step=...)`` with a progress bar per replayed run on stderr."""
     console = Console(stderr=True, highlight=False)
     with Progress(
         TextColumn("{task.description:<13}"),
@@ -75,18 +100,7 @@ def replay_command(
         transient=True,
     ) as progress:
         bars = {name: progress.add_task(name, total=steps) for name in ("engine", "full_history")}
-        result = replay(
-            recording,
-            settings,
-            name=str(trajectory),
-            prices=prices,
-            dump=dump,
-            on_step=lambda name, step: progress.update(bars[name], completed=step + 1),
-        )
-    figures = result.as_dict()
-    out = Console(highlight=False, soft_wrap=True)
-    out.print(_replay_table(figures))
-    out.print(_policies_table(figures))
+        return replay_at(on_step=lambda name, step: progress.update(bars[name], completed=step + 1))
 
 
 _ROWS = (
