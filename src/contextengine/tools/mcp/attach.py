@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from contextengine.canonical import canonical_json
-from contextengine.toolkit.base import Tool
 from contextengine.toolkit.mcp_servers import McpServer
 from contextengine.tools.mcp.adapter import McpTool
 from contextengine.tools.mcp.clients import McpClients, McpStartError
 from contextengine.tools.mcp.search import ToolCall, ToolCatalog, ToolSearch
+from contextengine.tools.tool import Tool
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class McpAttachment:
     """The running servers of a session and the tools that stand for them."""
 
     clients: McpClients
-    tools: tuple[Tool, ...]
+    tools: tuple[Tool[Any], ...]
     catalog: ToolCatalog
     deferred: bool  # offered through tool_search / tool_call
 
@@ -52,7 +53,7 @@ def attach_mcp(
     catalog = ToolCatalog(tools)
     if definitions_tokens(tools, count_tokens) <= budget_tokens:
         return McpAttachment(clients, tuple(tools), catalog, deferred=False)
-    pair: tuple[Tool, ...] = (ToolSearch.offering(catalog, list(servers)), ToolCall(catalog))
+    pair: tuple[Tool[Any], ...] = (ToolSearch.offering(catalog, list(servers)), ToolCall(catalog))
     return McpAttachment(clients, pair, catalog, deferred=True)
 
 
