@@ -258,8 +258,6 @@ def run(
     name = choice.name or "openai"
     choice = replace(choice, name=name)
     agent = _run_agent(name, choice, settings, workspace, resume, protocol, mode and mode.value)
-    # A hand-over asks on the terminal; without one the turn ends and says how to answer.
-    agent.ask_human = _ask_on_terminal if sys.stdin.isatty() else None
     printer: EventPrinter | JsonLinePrinter = (
         JsonLinePrinter(sys.stdout)
         if output_format is OutputFormat.stream_json
@@ -283,8 +281,10 @@ def _run_agent(
     from contextengine.agent.loop import Agent
 
     chosen = _provider(name, choice.model or None, choice.base_url, settings)
+    # A hand-over asks on the terminal; without one the turn ends and says how to answer.
+    ask_human = _ask_on_terminal if sys.stdin.isatty() else None
     if resume is not None:
-        return Agent.resume(resume, chosen, settings, mode=mode)
+        return Agent.resume(resume, chosen, settings, mode=mode, ask_human=ask_human)
     return Agent(
         chosen,
         workspace,
@@ -292,6 +292,7 @@ def _run_agent(
         protocol=protocol,  # type: ignore[arg-type]
         mode=mode,
         provider_choice=choice,
+        ask_human=ask_human,
     )
 
 

@@ -14,9 +14,13 @@ entries and events, then raises it, and the step's handler acts on it (as mini-s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from contextengine.agent.events import RunResult
+
+AskHuman = Callable[[str], str | None]
+"""Who answers the agent's question: the answer, or ``None`` when nobody can."""
 
 
 class InterruptFlow(Exception):

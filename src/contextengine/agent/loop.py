@@ -9,8 +9,9 @@ the loop goes on; the model decides what to do next.
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ from contextengine.agent.events import (
 )
 from contextengine.agent.flow import (
     PROCEED,
+    AskHuman,
     Finished,
     HumanNeeded,
     RebootDue,
@@ -87,7 +89,7 @@ class Agent:
         session_id: str | None = None,
         harness: Harness | None = None,
         injectors: Sequence[Injector] = (),
-        ask_human: Callable[[str], str | None] | None = None,
+        ask_human: AskHuman | None = None,
         mode: str | None = None,
         provider_choice: ProviderChoice | None = None,
     ) -> None:
@@ -113,7 +115,7 @@ class Agent:
         cls,
         parts: AgentParts,
         *,
-        ask_human: Callable[[str], str | None] | None = None,
+        ask_human: AskHuman | None = None,
         mode: str | None = None,
     ) -> Agent:
         """An agent made of ``parts`` (``AgentParts.defaults``, with any part replaced)."""
@@ -124,7 +126,7 @@ class Agent:
     def _assemble(
         self,
         parts: AgentParts,
-        ask_human: Callable[[str], str | None] | None,
+        ask_human: AskHuman | None,
         mask: ToolMask | None,
     ) -> None:
         self.provider = parts.provider
@@ -133,7 +135,9 @@ class Agent:
         self.session = parts.session
         self.builder = parts.builder
         self.toolset = parts.toolset
-        self.tool_context = parts.tool_context
+        # The context the tools get is complete before the first call: it runs this
+        # agent's sub-agents (the parts cannot, as the agent is made after them).
+        self.tool_context = replace(parts.tool_context, delegate=SubAgents(self, Agent.from_parts))
         self.memory = parts.memory
         self.externalizer = parts.externalizer
         self.harness = parts.harness
@@ -158,7 +162,6 @@ class Agent:
         )
         self._stats = AgentStats()
         self.cancel_token: threading.Event | None = None  # the running turn's; children share it
-        self.tool_context.delegate = SubAgents(self, Agent.from_parts)
 
     @classmethod
     def resume(
@@ -169,13 +172,15 @@ class Agent:
         *,
         tools: ToolRunner | None = None,
         mode: str | None = None,
+        ask_human: AskHuman | None = None,
     ) -> Agent:
         """Continue a recorded session (after a crash or restart) with nothing lost.
 
         Tool calls a crash left without a result get an explicit "interrupted" result
         (never a re-run), so the next request is valid and the model knows what happened.
         ``tools``: the session's own toolset when it was not the default one; ``mode``: a
-        preset to continue in (else the config's ``mode``).
+        preset to continue in (else the config's ``mode``); ``ask_human``: who answers the
+        agent's questions (as for ``Agent``).
         """
         if not Path(session_dir).is_dir():
             raise ContextEngineError(f"{session_dir}: not a session folder")
@@ -187,7 +192,7 @@ class Agent:
             parts = AgentParts.defaults(
                 provider, workspace, config, session=session, tools=tools, mode=mode
             )
-            return cls.from_parts(parts, mode=mode)
+            return cls.from_parts(parts, ask_human=ask_human, mode=mode)
         except BaseException:
             session.close()
             raise
@@ -271,10 +276,15 @@ class Agent:
         raise ContextEngineError("the agent stopped without a result")
 
     async def astream(
-        self, message: str, cancel: threading.Event | None = None
+        self,
+        message: str,
+        cancel: threading.Event | None = None,
+        *,
+        ask_human: AskHuman | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """``stream`` for asyncio code: the loop runs in a worker thread."""
-        async for event in in_thread(lambda: self.stream(message, cancel), "contextengine-agent"):
+        turn = partial(self.stream, message, cancel, ask_human=ask_human)
+        async for event in in_thread(turn, "contextengine-agent"):
             yield event
 
     def stream(
@@ -283,6 +293,7 @@ class Agent:
         cancel: threading.Event | None = None,
         *,
         recorded_at: int | None = None,
+        ask_human: AskHuman | None = None,
     ) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``.
 
@@ -291,22 +302,27 @@ class Agent:
         "not run" result): it ends with ``Done`` and status ``cancelled``.
         ``recorded_at``: the turn's user entry is already recorded at this index (a turn
         a dead worker began): continue it from the record instead of appending it again.
+        ``ask_human``: who answers the agent's questions in this turn (else the agent's own).
         """
         self.cancel_token = cancel
         try:
-            for event in self._turn(message, cancel, recorded_at):
+            for event in self._turn(message, cancel, recorded_at, ask_human or self.ask_human):
                 self._stats.observe(event)
                 yield event
         finally:
             self.cancel_token = None
 
     def _turn(
-        self, message: str, cancel: threading.Event | None, recorded_at: int | None
+        self,
+        message: str,
+        cancel: threading.Event | None,
+        recorded_at: int | None,
+        ask_human: AskHuman | None,
     ) -> Iterator[AgentEvent]:
         close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
         message = valid_text(message)
         text = add_mention_reminders(message) if self.config.flag("mentions") else message
-        turn = _Turn(cancel, (yield from self._open_round(text, recorded_at)))
+        turn = _Turn(cancel, ask_human, (yield from self._open_round(text, recorded_at)))
         outcome = yield from self._guarded(turn, 0, self._apply(self.harness.start_turn(text)))
         for step in range(self.config.max_steps):
             if isinstance(outcome, Finished):
@@ -342,11 +358,13 @@ class Agent:
             turn.rebooting = due.prompt
             return PROCEED
         except HumanNeeded as needed:
-            return (yield from self._ask_human(needed.question, step))
+            return (yield from self._ask_human(turn, needed.question, step))
 
-    def _ask_human(self, question: str, step: int) -> Generator[AgentEvent, None, StepOutcome]:
+    def _ask_human(
+        self, turn: _Turn, question: str, step: int
+    ) -> Generator[AgentEvent, None, StepOutcome]:
         yield HumanQuestion(question)
-        answer = self.ask_human(question) if self.ask_human else None
+        answer = turn.ask_human(question) if turn.ask_human else None
         if answer is None:
             return Finished(RunResult("", self.session_dir, "needs_human", step + 1, question))
         self.session.append(UserEntry(text=answer))
@@ -510,6 +528,7 @@ class _Turn:
     """What one turn's steps carry from one to the next."""
 
     cancel: threading.Event | None
+    ask_human: AskHuman | None
     round_start: int  # the index of the turn's user entry
     live: dict[int, FullObservation] = field(default_factory=dict)
     retried_answer: bool = False

@@ -178,7 +178,6 @@ class AgentParts:
         provider_choice: ProviderChoice | None,
         parent: str | None,
     ) -> AgentParts:
-        code_map_on = config.enabled and config.code_map
         if session is None:
             style = RenderStyle(protocol=protocol, diversity=config.flag("diversity"))
             choice = _chosen(provider, provider_choice)
@@ -187,8 +186,7 @@ class AgentParts:
             session.directory if config.flag("working_memory") else None, files=session.stored
         )
         tool_context = _tool_context(root, session, memory, config)
-        if code_map_on:
-            tool_context.code_map = CodeMap(tool_context.workspace, config.code_map_tokens)
+        if tool_context.code_map is not None:
             injectors = [*injectors, CodeMapInjector(tool_context.code_map)]
         display = tool_context.workspace.display
         externalizer = Externalizer(session.layout.artifacts, display)
@@ -296,17 +294,20 @@ def _tool_context(
     workspace: Path, session: Session, memory: WorkingMemory, config: Config
 ) -> ToolContext:
     private = SessionScope.of(session.directory).private_to(workspace)
+    confined = Workspace(
+        workspace,
+        session_dir=session.directory,
+        session_access={
+            **dict.fromkeys(MEMORY_FILES, "write"),
+            session.layout.artifacts.name: "read",
+            TRASH_DIR: "read",
+        },
+        private=private,
+    )
+    code_map_on = config.enabled and config.code_map
     return ToolContext(
-        Workspace(
-            workspace,
-            session_dir=session.directory,
-            session_access={
-                **dict.fromkeys(MEMORY_FILES, "write"),
-                session.layout.artifacts.name: "read",
-                TRASH_DIR: "read",
-            },
-            private=private,
-        ),
+        confined,
+        code_map=CodeMap(confined, config.code_map_tokens) if code_map_on else None,
         memory=memory,
         web=WebPolicy.from_config(config),
         search=search_backend(config),

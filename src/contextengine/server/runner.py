@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import asdict, replace
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Protocol
 
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
@@ -21,6 +21,7 @@ from contextengine.errors import ContextEngineError
 from contextengine.server.channel import SessionChannel, Subscription
 from contextengine.server.errors import ApiError
 from contextengine.server.store import SessionInfo, SessionStore
+from contextengine.types import TurnInfo
 from contextengine.workers.replica import Follow, TurnDispatcher
 
 SSE = EventSourceResponse | Response
@@ -54,8 +55,8 @@ class TurnRunner(Protocol):
         """The session's events after event ``after``, and the open turn's to its end."""
         ...
 
-    async def cancel(self, session_id: str) -> dict[str, Any]:
-        """Stop the running turn at its next step (409 when none runs)."""
+    async def cancel(self, session_id: str) -> TurnInfo | None:
+        """Stop the running turn at its next step (409 when none runs); the turn, when known."""
         ...
 
 
@@ -95,12 +96,12 @@ class LocalTurns:
             return Response(status_code=204)
         return EventSourceResponse(_channel_sse(channel, subscription))
 
-    async def cancel(self, session_id: str) -> dict[str, Any]:
+    async def cancel(self, session_id: str) -> TurnInfo | None:
         """Set the channel's turn's cancel flag."""
         channel = await run_in_threadpool(self.store.channel, session_id)
         if not channel.cancel():
             raise ApiError(409, f"session {session_id!r} is not running a turn")
-        return {"cancelling": True, "turn": asdict(channel.turn) if channel.turn else None}
+        return channel.turn
 
 
 class WorkerTurns:
@@ -157,12 +158,12 @@ class WorkerTurns:
             return Response(status_code=204)
         return EventSourceResponse(self._sse(session_id, follow))
 
-    async def cancel(self, session_id: str) -> dict[str, Any]:
+    async def cancel(self, session_id: str) -> TurnInfo | None:
         """Ask the worker running the session's turn to stop it."""
         turn = await run_in_threadpool(self.dispatcher.cancel, session_id)
         if turn is None:
             raise ApiError(409, f"session {session_id!r} is not running a turn")
-        return {"cancelling": True, "turn": asdict(turn)}
+        return turn
 
     async def _sse(self, session_id: str, follow: Follow) -> AsyncIterator[ServerSentEvent]:
         async for event in self.dispatcher.events(session_id, follow):

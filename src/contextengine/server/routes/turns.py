@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -34,7 +35,8 @@ async def events(
 @router.post("/cancel", status_code=202)
 async def cancel(session_id: str, runner: Runner) -> dict[str, Any]:
     """Stop the running turn at its next step."""
-    return await runner.cancel(session_id)
+    turn = await runner.cancel(session_id)
+    return {"cancelling": True, "turn": asdict(turn) if turn else None}
 
 
 @router.post("/answer")
