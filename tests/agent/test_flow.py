@@ -9,7 +9,7 @@ from contextengine.agent.events import Done, HumanQuestion
 from contextengine.agent.flow import HumanNeeded, RebootDue
 from contextengine.agent.hooks import NOTHING, HookResult, NullHarness
 from contextengine.agent.loop import Agent
-from contextengine.session.entries import NoteEntry, UserEntry
+from contextengine.session.entries import NoteEntry, ToolResultEntry, UserEntry
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.modes import NO_TOOLS
 from contextengine.types import ToolCall
@@ -43,6 +43,13 @@ class RebootsAfterTool(NullHarness):
     def after_reboot(self, answer: str) -> HookResult:
         self.answers.append(answer)
         return NOTHING
+
+
+class AsksBeforeTool(NullHarness):
+    """Asks a human before the first tool call."""
+
+    def before_tool(self, call: ToolCall) -> HookResult:
+        return HookResult(interrupt=HumanNeeded(f"May I run {call.name}?"))
 
 
 def agent_with(
@@ -85,3 +92,12 @@ def test_a_reboot_from_after_tool_asks_its_prompt_once_with_no_tools(tmp_path: P
     assert reboot.mask == NO_TOOLS
     assert reboot.messages[-1] == {"role": "user", "content": "Where are you?"}
     assert harness.answers == ["I listed the workspace; next I answer."]
+
+
+def test_a_question_from_before_tool_waits_for_the_batch_to_end(tmp_path: Path) -> None:
+    agent, provider = agent_with(tmp_path, AsksBeforeTool(), LIST, ANSWER)
+    result = agent.run("List the files.")
+    assert result.status == "needs_human" and result.error == "May I run file_ls?"
+    # nothing stands between a call and its result: the call ran, then the loop asked
+    assert isinstance(agent.session.records[-1].entry, ToolResultEntry)
+    assert len(provider.requests) == 1

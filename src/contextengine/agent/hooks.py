@@ -15,7 +15,8 @@ Each hook returns entries to append (append-only, rendered once) and events to e
 loop appends and emits them in order. A harness never writes the session itself. A hook
 that must change the turn's course (a 3-strike reboot, a question for a human) says so
 through the one interrupt channel, ``HookResult.interrupt`` (``contextengine.agent.flow``);
-the loop acts on one from any hook of a step (2 and 4-6) and from ``start_turn``.
+the loop acts on one from ``start_turn`` and from any hook of a step (2 and 4-6);
+``end_turn`` comes after the turn's course has ended, so its interrupt is ignored.
 """
 
 from __future__ import annotations

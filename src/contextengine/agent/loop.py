@@ -508,14 +508,18 @@ class Agent:
 
     def _apply(self, hook: HookResult) -> Generator[AgentEvent, None, None]:
         """Append the hook's entries, emit its events, then raise its interrupt, if any."""
-        for entry in hook.entries:
-            self.session.append(entry)
-        yield from hook.events
+        yield from self._record(hook)
         if hook.interrupt is not None:
             raise hook.interrupt
 
+    def _record(self, hook: HookResult) -> Iterator[AgentEvent]:
+        for entry in hook.entries:
+            self.session.append(entry)
+        yield from hook.events
+
     def _finish(self, result: RunResult) -> Iterator[AgentEvent]:
-        yield from self._apply(self.harness.end_turn(result))
+        # The turn is over: there is no course left for an interrupt to change.
+        yield from self._record(self.harness.end_turn(result))
         yield Done(result)
 
     def _error(self, error_class: str, message: str) -> ErrorEvent:

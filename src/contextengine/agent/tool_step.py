@@ -147,6 +147,7 @@ class ToolStep:
             before = self.harness.before_tool(call)
             deferred.extend(before.entries)
             yield from before.events
+            interrupt = interrupt or before.interrupt
             refused = _over_cap(len(calls) + dropped) if number > MAX_CALLS_PER_REPLY else None
             if cancel is not None and cancel.is_set() and not cancelled_before:
                 refused = _CANCELLED
