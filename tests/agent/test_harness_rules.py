@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from contextengine import Config, ReminderEntry, ScriptedProvider
 from contextengine.agent.events import MemoryUpdate
-from contextengine.agent.harness import RuleHarness, default_rules
 from contextengine.agent.flow import RebootDue
+from contextengine.agent.harness import RuleHarness, default_rules
 from contextengine.agent.hooks import HookResult
 from contextengine.agent.loop import Agent
 from contextengine.agent.rules.base import HarnessContext, Rule
