@@ -1,4 +1,8 @@
-"""What the route handlers are given: the app's session store, turn runner and guard."""
+"""What the route handlers are given: the app's session store, turn runner and guard.
+
+The providers are ``async``: FastAPI runs a plain function dependency in its thread pool,
+a hop per request that only reads ``app.state``.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +15,15 @@ from contextengine.server.runner import TurnRunner
 from contextengine.server.store import SessionStore
 
 
-def _store(request: Request) -> SessionStore:
+async def _store(request: Request) -> SessionStore:
     return cast(SessionStore, request.app.state.store)
 
 
-def _runner(request: Request) -> TurnRunner:
+async def _runner(request: Request) -> TurnRunner:
     return cast(TurnRunner, request.app.state.runner)
 
 
-def _guard(request: Request) -> GuardSettings:
+async def _guard(request: Request) -> GuardSettings:
     return cast(GuardSettings, request.app.state.guard)
 
 
