@@ -60,12 +60,12 @@ from contextengine.agent.events import ToolCallEvent, UsageEvent
 from contextengine.context.request import Request
 from contextengine.local.tiny_model import TinyModelConfig, build_tiny_model
 from contextengine.providers.openai_compatible import SESSION_HEADER, OpenAICompatibleProvider
-from contextengine.toolkit.base import Tool
 from contextengine.tools.file_search import FileGlob, FileGrep, FileLs
 from contextengine.tools.files import FileEdit, FileRead, FileWrite
 from contextengine.tools.registry import Toolset
 from contextengine.tools.shell import ShellExec
 from contextengine.tools.todo import TodoWrite
+from contextengine.tools.tool import Tool
 from contextengine.types import ReplyEvent
 
 DEFAULT_VLLM_VENV = Path(__file__).resolve().parents[1] / ".venv-vllm"
@@ -128,7 +128,7 @@ class PatternGrep(FileGrep):
         path: DirPath = Field(".", description="File or folder to search.")
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Any], ...] = (
     PathRead(),
     FileWrite(),
     FileEdit(),

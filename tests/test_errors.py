@@ -1,5 +1,6 @@
 """One exception tree: every error class the library defines descends from ContextEngineError
-(or is a tool-internal signal that a tool turns into a ToolError value), and errors.py draws it."""
+(or is a tool-internal signal that a tool turns into a ToolError value, or the agent loop's
+interrupt, which a hook gives and the loop catches), and errors.py draws it."""
 
 from __future__ import annotations
 
@@ -22,6 +23,14 @@ TOOL_SIGNALS = {
     "contextengine.toolkit.sandbox.SandboxUnavailable",
     "contextengine.toolkit.seccomp.FilterUnavailable",
     "contextengine.tools.web_http.WebRefused",
+}
+
+LOOP_SIGNALS = {
+    # The one interrupt channel (agent/flow.py): raised from a hook's result, caught where
+    # the loop guards a step; never an error and never out of the loop.
+    "contextengine.agent.flow.InterruptFlow",
+    "contextengine.agent.flow.RebootDue",
+    "contextengine.agent.flow.HumanNeeded",
 }
 
 
@@ -60,7 +69,7 @@ def test_every_error_class_in_the_package_is_in_the_tree_and_drawn() -> None:
     outside = []
     undrawn = []
     for name, cls in exception_classes_in_package().items():
-        if name in TOOL_SIGNALS:
+        if name in TOOL_SIGNALS or name in LOOP_SIGNALS:
             continue
         if not issubclass(cls, ContextEngineError):
             outside.append(name)

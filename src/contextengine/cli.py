@@ -143,6 +143,47 @@ class OutputFormat(StrEnum):
     stream_json = "stream-json"
 
 
+MessageArgument = Annotated[
+    str | None, typer.Argument(help="The task. Omit it for an interactive session.")
+]
+RunProviderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        "-p",
+        help=PROVIDER_HELP + " Default: openai, or the resumed session's own.",
+    ),
+]
+ProtocolOption = Annotated[
+    str, typer.Option(help="native (tool calling) or text (ReAct text protocol).")
+]
+ResumeOption = Annotated[Path | None, typer.Option(help="Continue the session in this folder.")]
+ModeOption = Annotated[
+    ModeChoice | None,
+    typer.Option(
+        help="Mode preset: which tools the agent may call (default: the config's mode, "
+        "else every tool).",
+        case_sensitive=False,
+    ),
+]
+MaxTokensOption = Annotated[int | None, typer.Option(help="Most tokens a reply may have.", min=1)]
+TemperatureOption = Annotated[
+    float | None, typer.Option(help="Sampling temperature.", min=0, max=2)
+]
+EffortOption = Annotated[
+    EffortChoice | None,
+    typer.Option(help="Reasoning effort of reasoning models.", case_sensitive=False),
+]
+OutputFormatOption = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--output-format",
+        help="text (for a terminal) or stream-json (one JSON event a line, for scripts).",
+        case_sensitive=False,
+    ),
+]
+
+
 @app.command()
 def demo(
     workspace: Annotated[
@@ -173,63 +214,27 @@ def demo(
 
 @app.command()
 def run(
-    message: Annotated[
-        str | None, typer.Argument(help="The task. Omit it for an interactive session.")
-    ] = None,
-    provider: Annotated[
-        str | None,
-        typer.Option(
-            "--provider",
-            "-p",
-            help=PROVIDER_HELP + " Default: openai, or the resumed session's own.",
-        ),
-    ] = None,
+    message: MessageArgument = None,
+    provider: RunProviderOption = None,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
     workspace: WorkspaceOption = Path("."),
-    protocol: Annotated[
-        str, typer.Option(help="native (tool calling) or text (ReAct text protocol).")
-    ] = "native",
-    resume: Annotated[
-        Path | None, typer.Option(help="Continue the session in this folder.")
-    ] = None,
+    protocol: ProtocolOption = "native",
+    resume: ResumeOption = None,
     config: ConfigOption = None,
     timeout: TimeoutOption = None,
     retries: RetriesOption = None,
     api_key: ApiKeyOption = None,
-    mode: Annotated[
-        ModeChoice | None,
-        typer.Option(
-            help="Mode preset: which tools the agent may call (default: the config's mode, "
-            "else every tool).",
-            case_sensitive=False,
-        ),
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option(help="Most tokens a reply may have.", min=1)
-    ] = None,
-    temperature: Annotated[
-        float | None, typer.Option(help="Sampling temperature.", min=0, max=2)
-    ] = None,
-    reasoning_effort: Annotated[
-        EffortChoice | None,
-        typer.Option(help="Reasoning effort of reasoning models.", case_sensitive=False),
-    ] = None,
+    mode: ModeOption = None,
+    max_tokens: MaxTokensOption = None,
+    temperature: TemperatureOption = None,
+    reasoning_effort: EffortOption = None,
     store: StoreOption = None,
     mcp_config: McpConfigOption = None,
-    output_format: Annotated[
-        OutputFormat,
-        typer.Option(
-            "--output-format",
-            help="text (for a terminal) or stream-json (one JSON event a line, for scripts).",
-            case_sensitive=False,
-        ),
-    ] = OutputFormat.text,
+    output_format: OutputFormatOption = OutputFormat.text,
 ) -> None:
     """Run the agent on a task in a workspace (or chat with it interactively; /help lists
     the session's commands)."""
-    from contextengine.agent.loop import Agent
-
     if protocol not in ("native", "text"):
         raise ContextEngineError(f"--protocol must be 'native' or 'text', not {protocol!r}")
     generation = {
@@ -253,35 +258,57 @@ def run(
     )
     name = choice.name or "openai"
     choice = replace(choice, name=name)
-    chosen = _provider(name, choice.model or None, choice.base_url, settings)
-    if resume is not None:
-        agent = Agent.resume(resume, chosen, settings, mode=mode and mode.value)
-    else:
-        agent = Agent(
-            chosen,
-            workspace,
-            settings,
-            protocol=protocol,  # type: ignore[arg-type]
-            mode=mode and mode.value,
-            provider_choice=choice,
-        )
-    # A hand-over asks on the terminal; without one the turn ends and says how to answer.
-    agent.ask_human = _ask_on_terminal if sys.stdin.isatty() else None
+    agent = _run_agent(name, choice, settings, workspace, resume, protocol, mode and mode.value)
     printer: EventPrinter | JsonLinePrinter = (
         JsonLinePrinter(sys.stdout)
         if output_format is OutputFormat.stream_json
         else EventPrinter(out, model_prices(agent.provider.model))
     )
     with agent:
-        if message is not None:
-            if _turn(agent, message, printer) is None:
-                raise typer.Exit(130)
-            return
-        for text in _prompt_lines():
-            if text.startswith("/"):
-                _slash_command(text.strip(), agent, printer)
-            else:
-                _turn(agent, text, printer)
+        _converse(agent, message, printer)
+
+
+def _run_agent(
+    name: str,
+    choice: ProviderChoice,
+    settings: Config,
+    workspace: Path,
+    resume: Path | None,
+    protocol: str,
+    mode: str | None,
+) -> Agent:
+    """The agent ``run`` drives, on provider ``name``: the session in ``resume`` continued,
+    else a new one."""
+    from contextengine.agent.loop import Agent
+
+    chosen = _provider(name, choice.model or None, choice.base_url, settings)
+    # A hand-over asks on the terminal; without one the turn ends and says how to answer.
+    ask_human = _ask_on_terminal if sys.stdin.isatty() else None
+    if resume is not None:
+        return Agent.resume(resume, chosen, settings, mode=mode, ask_human=ask_human)
+    return Agent(
+        chosen,
+        workspace,
+        settings,
+        protocol=protocol,  # type: ignore[arg-type]
+        mode=mode,
+        provider_choice=choice,
+        ask_human=ask_human,
+    )
+
+
+def _converse(agent: Agent, message: str | None, printer: EventPrinter | JsonLinePrinter) -> None:
+    """Run ``message`` as one turn (exit 130 when stopped), else read turns and slash
+    commands from the prompt until it ends."""
+    if message is not None:
+        if _turn(agent, message, printer) is None:
+            raise typer.Exit(130)
+        return
+    for text in _prompt_lines():
+        if text.startswith("/"):
+            _slash_command(text.strip(), agent, printer)
+        else:
+            _turn(agent, text, printer)
 
 
 def _turn(agent: Agent, text: str, printer: EventPrinter | JsonLinePrinter) -> RunResult | None:

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from contextengine import Config, ReminderEntry, ScriptedProvider
 from contextengine.agent.events import MemoryUpdate
+from contextengine.agent.flow import RebootDue
 from contextengine.agent.harness import HarnessSettings, RuleHarness, default_rules
 from contextengine.agent.hooks import HookResult
 from contextengine.agent.loop import Agent
@@ -68,7 +69,9 @@ class _Says(Rule):
 
     def start_turn(self, user_text: str) -> HookResult:
         self.ctx.memory.log(f"said {self.text}")
-        return HookResult((NoteEntry(source="test", text=self.text),), reboot=self.text)
+        return HookResult(
+            (NoteEntry(source="test", text=self.text),), interrupt=RebootDue(self.text)
+        )
 
     def task_status(self) -> str | None:
         return self.tail
@@ -81,7 +84,8 @@ def test_a_harness_runs_its_rules_in_list_order(tmp_path: Path) -> None:
     ctx.session.append(UserEntry(text="go"))
     result = harness.start_turn("go")
     assert [e.text for e in result.entries if isinstance(e, NoteEntry)] == ["one", "two"]
-    assert result.reboot == "one", "the first rule that asks for a reboot wins"
+    assert isinstance(result.interrupt, RebootDue)
+    assert result.interrupt.prompt == "one", "the first rule that asks for a reboot wins"
     progress = [e for e in result.events if isinstance(e, MemoryUpdate)]
     assert progress and "said one" in progress[-1].content and "said two" in progress[-1].content
     assert harness.task_status() == "tail two"

@@ -28,11 +28,19 @@ def toolset() -> Toolset:
     return default_toolset()
 
 
+class Run:
+    """Calls a built-in tool the way the agent loop does: a ToolCall through the guard,
+    under ``ctx`` (a test that needs other settings sets one made with ``replace``)."""
+
+    def __init__(self, ctx: ToolContext, toolset: Toolset) -> None:
+        self.ctx = ctx
+        self.toolset = toolset
+
+    def __call__(self, name: str, **arguments: Any) -> ToolOutcome:
+        return self.toolset.execute(ToolCall("call-1", name, json.dumps(arguments)), self.ctx)
+
+
 @pytest.fixture
-def run(ctx: ToolContext, toolset: Toolset):  # type: ignore[no-untyped-def]
-    """Call a built-in tool the way the agent loop does: a ToolCall through the guard."""
-
-    def call(name: str, **arguments: Any) -> ToolOutcome:
-        return toolset.execute(ToolCall("call-1", name, json.dumps(arguments)), ctx)
-
-    return call
+def run(ctx: ToolContext, toolset: Toolset) -> Run:
+    """The ``Run`` of the default toolset under ``ctx``."""
+    return Run(ctx, toolset)

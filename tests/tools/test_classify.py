@@ -1,20 +1,20 @@
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.classify import classify_error, error_tail, traceback_exception
-from contextengine.tools.context import ToolContext
 from support.sandbox import PYTHON_VISIBLE
 
 PY = sys.executable
 
 
 @pytest.fixture(autouse=True)
-def _python_visible(ctx: ToolContext) -> None:
+def _python_visible(run) -> None:
     """Commands run this interpreter (and its pytest), which the sandbox must show."""
-    ctx.sandbox = PYTHON_VISIBLE
+    run.ctx = replace(run.ctx, sandbox=PYTHON_VISIBLE)
 
 
 def test_success_has_no_class() -> None:

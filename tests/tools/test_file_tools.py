@@ -1,4 +1,5 @@
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,7 @@ def test_read_refusals(root: Path, run) -> None:
 
 
 def test_read_output_cap_cuts_at_a_line_with_a_pointer(root: Path, ctx: ToolContext, run) -> None:
-    ctx.max_output_bytes = 60
+    run.ctx = replace(run.ctx, max_output_bytes=60)
     (root / "a.txt").write_text("".join(f"line number {i}\n" for i in range(1, 21)))
     out = run("file_read", path="a.txt")
     assert out.data["end_line"] < 20

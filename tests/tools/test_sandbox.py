@@ -11,6 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -62,12 +63,12 @@ def outside(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def session_log(root: Path, ctx: ToolContext) -> Path:
+def session_log(root: Path, run) -> Path:
     """A session log inside the workspace, hidden the way the agent hides its own."""
     log = root / ".contextengine" / "sessions" / "o" / "t" / "w" / "s" / "session.jsonl"
     log.parent.mkdir(parents=True)
     log.write_text('{"kind": "SESSIONLOG"}\n')
-    ctx.sandbox = SandboxPolicy(hidden_paths=(str(root / ".contextengine"),))
+    run.ctx = replace(run.ctx, sandbox=SandboxPolicy(hidden_paths=(str(root / ".contextengine"),)))
     return log
 
 
@@ -167,7 +168,7 @@ def test_no_provider_keys_in_the_sandbox_or_in_bwrap(
 
 
 def test_explicit_environment_is_passed_on(ctx: ToolContext, run) -> None:
-    ctx.env = {"GREETING": "hello"}
+    run.ctx = replace(run.ctx, env={"GREETING": "hello"})
     out = run("shell_exec", command="echo $GREETING $HOME")
     assert out.data["stdout"] == "hello /tmp\n"
 
@@ -187,7 +188,7 @@ def test_network_is_off_by_default(echo_server: int, run) -> None:
 
 
 def test_network_when_configured(ctx: ToolContext, echo_server: int, run) -> None:
-    ctx.sandbox = SandboxPolicy(network=True)
+    run.ctx = replace(run.ctx, sandbox=SandboxPolicy(network=True))
     out = run("shell_exec", command=CONNECT.format(port=echo_server))
     assert out.status == "success"
     assert out.data["stdout"] == "pong\n"
@@ -240,14 +241,14 @@ def test_commands_die_with_contextengine(root: Path) -> None:
 def test_memory_limit_stops_a_hog(ctx: ToolContext, run) -> None:
     hog = "python3 -c 'b = bytearray(256 * 1024 * 1024); print(len(b))'"
     assert run("shell_exec", command=hog).data["stdout"] == "268435456\n"
-    ctx.sandbox = SandboxPolicy(memory_mb=64)
+    run.ctx = replace(run.ctx, sandbox=SandboxPolicy(memory_mb=64))
     out = run("shell_exec", command=hog)
     assert out.error.code == "nonzero_exit"
     assert "MemoryError" in out.data["stderr"]
 
 
 def test_cpu_limit_kills_a_spinner(ctx: ToolContext, run) -> None:
-    ctx.sandbox = SandboxPolicy(cpu_s=1)
+    run.ctx = replace(run.ctx, sandbox=SandboxPolicy(cpu_s=1))
     out = run("shell_exec", command="python3 -c 'while True: pass'", timeout_s=60)
     assert out.error.code == "nonzero_exit"
     assert out.data["exit_code"] == 128 + 9
@@ -255,14 +256,14 @@ def test_cpu_limit_kills_a_spinner(ctx: ToolContext, run) -> None:
 
 
 def test_file_size_limit(root: Path, ctx: ToolContext, run) -> None:
-    ctx.sandbox = SandboxPolicy(file_size_mb=1)
+    run.ctx = replace(run.ctx, sandbox=SandboxPolicy(file_size_mb=1))
     out = run("shell_exec", command="head -c 3000000 /dev/zero > big.bin")
     assert out.error.code == "nonzero_exit"
     assert (root / "big.bin").stat().st_size == 1024 * 1024
 
 
 def test_extra_read_only_path_is_visible_not_writable(ctx: ToolContext, outside: Path, run) -> None:
-    ctx.sandbox = SandboxPolicy(read_only_paths=(str(outside),))
+    run.ctx = replace(run.ctx, sandbox=SandboxPolicy(read_only_paths=(str(outside),)))
     assert run("shell_exec", command=f"cat {outside}/secret.txt").data["stdout"] == "TOPSECRET\n"
     out = run("shell_exec", command=f"echo changed > {outside}/secret.txt")
     assert "Read-only file system" in out.data["stderr"]
@@ -270,14 +271,14 @@ def test_extra_read_only_path_is_visible_not_writable(ctx: ToolContext, outside:
 
 
 def test_missing_extra_path_is_a_clear_error(ctx: ToolContext, tmp_path: Path, run) -> None:
-    ctx.sandbox = SandboxPolicy(read_only_paths=(str(tmp_path / "nope"),))
+    run.ctx = replace(run.ctx, sandbox=SandboxPolicy(read_only_paths=(str(tmp_path / "nope"),)))
     out = run("shell_exec", command="true")
     assert out.error.code == "sandbox_unavailable"
     assert "sandbox_read_only_paths" in out.error.message
 
 
 def test_opt_out_runs_unconfined(ctx: ToolContext, outside: Path, run) -> None:
-    ctx.sandbox = None
+    run.ctx = replace(run.ctx, sandbox=None)
     assert run("shell_exec", command="cat ../sibling/secret.txt").data["stdout"] == "TOPSECRET\n"
 
 
@@ -305,7 +306,7 @@ def test_settings_reach_the_policy() -> None:
 
 @pytest.mark.parametrize("bwrap", ["/nonexistent/bwrap", "/usr/bin/false"])
 def test_unusable_bwrap_is_a_clear_error(ctx: ToolContext, root: Path, run, bwrap: str) -> None:
-    ctx.sandbox = SandboxPolicy(bwrap=bwrap)
+    run.ctx = replace(run.ctx, sandbox=SandboxPolicy(bwrap=bwrap))
     out = run("shell_exec", command="echo ran > ran.txt")
     assert out.status == "error" and out.error.code == "sandbox_unavailable"
     message = out.error.message

@@ -1,5 +1,6 @@
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from contextengine.toolkit.classify import STDERR_TAIL_CHARS
@@ -63,7 +64,9 @@ def test_empty_stderr_is_said(run) -> None:
 def test_timeout_kills_the_process_group_and_keeps_partial_output(
     root: Path, ctx: ToolContext, run
 ) -> None:
-    ctx.sandbox = None  # unconfined, so the pid written to bg.pid is a host pid
+    run.ctx = replace(
+        run.ctx, sandbox=None
+    )  # unconfined, so the pid written to bg.pid is a host pid
     started = time.monotonic()
     out = run(
         "shell_exec",
@@ -86,12 +89,12 @@ def test_timeout_kills_the_process_group_and_keeps_partial_output(
 
 
 def test_default_timeout_comes_from_the_context(ctx: ToolContext, run) -> None:
-    ctx.shell_timeout_s = 0.3
+    run.ctx = replace(run.ctx, shell_timeout_s=0.3)
     assert run("shell_exec", command="sleep 10").error.code == "timeout"
 
 
 def test_outputs_are_capped_head_and_tail(ctx: ToolContext, run) -> None:
-    ctx.max_output_bytes = 1000
+    run.ctx = replace(run.ctx, max_output_bytes=1000)
     out = run("shell_exec", command="printf 'S'; head -c 10000 /dev/zero | tr '\\0' a; printf 'E'")
     stdout = out.data["stdout"]
     assert stdout.startswith("Saaa") and stdout.endswith("aaaE")
@@ -100,13 +103,15 @@ def test_outputs_are_capped_head_and_tail(ctx: ToolContext, run) -> None:
 
 
 def test_environment_and_no_stdin(ctx: ToolContext, run) -> None:
-    ctx.env = {"PATH": os.environ["PATH"], "GREETING": "hello"}
+    run.ctx = replace(run.ctx, env={"PATH": os.environ["PATH"], "GREETING": "hello"})
     out = run("shell_exec", command="echo $GREETING; cat")
     assert out.data["stdout"] == "hello\n"
 
 
 def test_background_process_holding_pipes_does_not_block(ctx: ToolContext, run) -> None:
-    ctx.sandbox = None  # in the sandbox a background process dies with the command
+    run.ctx = replace(
+        run.ctx, sandbox=None
+    )  # in the sandbox a background process dies with the command
     started = time.monotonic()
     out = run("shell_exec", command="sleep 2 & echo done")
     assert time.monotonic() - started < 1.9

@@ -76,7 +76,7 @@ def test_robots_disallow_for_our_agent_is_honoured_and_fetched_once(
 
 @extracts_html
 def test_robots_can_be_ignored_by_policy(site: Site, ctx: ToolContext) -> None:
-    ctx.web = replace(LOOPBACK_OK, respect_robots=False)
+    ctx = replace(ctx, web=replace(LOOPBACK_OK, respect_robots=False))
     assert run(ctx, "web_fetch", url=f"{site.base}/private/page.html").status == "success"
     assert "/robots.txt" not in site.paths()
 
@@ -115,7 +115,7 @@ def test_redirects_are_checked_too(site: Site, ctx: ToolContext) -> None:
 
 @extracts_html
 def test_size_cap_cuts_the_page_and_says_so(site: Site, ctx: ToolContext) -> None:
-    ctx.web = replace(LOOPBACK_OK, max_bytes=3000)
+    ctx = replace(ctx, web=replace(LOOPBACK_OK, max_bytes=3000))
     out = run(ctx, "web_fetch", url=f"{site.base}/big.html")
     assert out.status == "success" and out.data["truncated"] is True
     assert out.data["bytes"] == 3000 and "(page cut at 3000 bytes)" in out.text
@@ -130,13 +130,13 @@ def test_plain_text_is_kept_and_binary_refused(site: Site, ctx: ToolContext) -> 
 def test_http_errors_and_dead_ports_are_values(site: Site, ctx: ToolContext) -> None:
     missing = run(ctx, "web_fetch", url=f"{site.base}/missing.html")
     assert missing.error.code == "http_error" and "HTTP 404" in missing.error.message
-    ctx.web = replace(LOOPBACK_OK, respect_robots=False)
+    ctx = replace(ctx, web=replace(LOOPBACK_OK, respect_robots=False))
     dead = run(ctx, "web_fetch", url="http://127.0.0.1:9/")
     assert dead.error.code == "network_error"
 
 
 def test_searxng_backend(site: Site, ctx: ToolContext) -> None:
-    ctx.search = SearxngBackend(site.base + "/")
+    ctx = replace(ctx, search=SearxngBackend(site.base + "/"))
     out = run(ctx, "web_search", query="kv cache")
     assert out.status == "success"
     assert out.text == (
@@ -149,7 +149,7 @@ def test_searxng_backend(site: Site, ctx: ToolContext) -> None:
 
 
 def test_brave_backend_sends_its_key(site: Site, ctx: ToolContext) -> None:
-    ctx.search = BraveBackend(BRAVE_KEY, site.base)
+    ctx = replace(ctx, search=BraveBackend(BRAVE_KEY, site.base))
     out = run(ctx, "web_search", query="prefix caching")
     assert out.status == "success"
     assert [r["url"] for r in out.data["results"]] == [f"https://b{n}.example/" for n in range(8)]
@@ -157,7 +157,7 @@ def test_brave_backend_sends_its_key(site: Site, ctx: ToolContext) -> None:
     path, headers = site.seen[0]
     assert path == "/res/v1/web/search?q=prefix+caching&count=8"
     assert headers["x-subscription-token"] == BRAVE_KEY
-    ctx.search = BraveBackend("wrong", site.base)
+    ctx = replace(ctx, search=BraveBackend("wrong", site.base))
     refused = run(ctx, "web_search", query="x")
     assert refused.error.code == "http_error" and "HTTP 401" in refused.error.message
     assert "wrong" not in repr(ctx.search)

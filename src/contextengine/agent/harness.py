@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from contextengine.agent.allowance import Allowance
 from contextengine.agent.events import AgentEvent, MemoryUpdate, RunResult
+from contextengine.agent.flow import InterruptFlow
 from contextengine.agent.hooks import Harness, HookResult, NullHarness
 from contextengine.agent.rules.base import HarnessContext, Rule
 from contextengine.agent.rules.injection import Injection
@@ -158,14 +159,13 @@ class RuleHarness:
     def _merge(self, results: Iterable[HookResult]) -> HookResult:
         entries: list[Entry] = []
         events: list[AgentEvent] = []
-        reboot = needs_human = None
+        interrupt: InterruptFlow | None = None
         for result in results:
             entries += result.entries
             events += result.events
-            reboot = reboot or result.reboot
-            needs_human = needs_human or result.needs_human
+            interrupt = interrupt or result.interrupt
         events += (MemoryUpdate(c.file, c.content) for c in self.ctx.memory.drain())
-        return HookResult(tuple(entries), tuple(events), reboot, needs_human)
+        return HookResult(tuple(entries), tuple(events), interrupt)
 
 
 class DefaultHarness(RuleHarness):

@@ -12,7 +12,11 @@ The loop calls these hooks in this order, and nowhere else:
 7. ``end_turn``       once, with the run's result
 
 Each hook returns entries to append (append-only, rendered once) and events to emit; the
-loop appends and emits them in order. A harness never writes the session itself.
+loop appends and emits them in order. A harness never writes the session itself. A hook
+that must change the turn's course (a 3-strike reboot, a question for a human) says so
+through the one interrupt channel, ``HookResult.interrupt`` (``contextengine.agent.flow``);
+the loop acts on one from ``start_turn`` and from any hook of a step (2 and 4-6);
+``end_turn`` comes after the turn's course has ended, so its interrupt is ignored.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from contextengine.agent.events import AgentEvent, RunResult
+from contextengine.agent.flow import InterruptFlow
 from contextengine.session.entries import Entry
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.types import ToolCall
@@ -28,17 +33,15 @@ from contextengine.types import ToolCall
 
 @dataclass(frozen=True)
 class HookResult:
-    """What a hook wants appended and emitted.
+    """What a hook wants appended and emitted, and how the turn's course must change.
 
-    ``reboot`` (from ``after_tool`` and ``after_error``) is the text of a 3-strike reboot prompt: the loop
-    appends it and makes the next model call with no tools allowed, then calls
-    ``after_reboot``. ``needs_human`` (from ``after_reboot``) is the question to ask a human.
+    ``interrupt`` (``contextengine.agent.flow``): raised by the loop once the entries are
+    appended and the events emitted; the first rule of a harness that gives one wins.
     """
 
     entries: tuple[Entry, ...] = ()
     events: tuple[AgentEvent, ...] = ()
-    reboot: str | None = None
-    needs_human: str | None = None
+    interrupt: InterruptFlow | None = None
 
 
 NOTHING = HookResult()

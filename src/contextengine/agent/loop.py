@@ -9,8 +9,9 @@ the loop goes on; the model decides what to do next.
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
-from dataclasses import replace
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +23,14 @@ from contextengine.agent.events import (
     HumanQuestion,
     PruneEvent,
     RunResult,
+)
+from contextengine.agent.flow import (
+    PROCEED,
+    AskHuman,
+    Finished,
+    HumanNeeded,
+    RebootDue,
+    StepOutcome,
 )
 from contextengine.agent.hooks import Harness, HookResult
 from contextengine.agent.in_thread import in_thread
@@ -59,6 +68,7 @@ from contextengine.session.session import Session
 from contextengine.session.store.choice import open_store
 from contextengine.toolkit.mask import ToolMask
 from contextengine.toolkit.modes import NO_TOOLS, MaskRules, mode_mask, mode_of
+from contextengine.types import ModelReply
 from contextengine.untrusted import valid_text
 
 MIN_FINAL_ANSWER_CHARS = 10
@@ -79,7 +89,7 @@ class Agent:
         session_id: str | None = None,
         harness: Harness | None = None,
         injectors: Sequence[Injector] = (),
-        ask_human: Callable[[str], str | None] | None = None,
+        ask_human: AskHuman | None = None,
         mode: str | None = None,
         provider_choice: ProviderChoice | None = None,
     ) -> None:
@@ -105,7 +115,7 @@ class Agent:
         cls,
         parts: AgentParts,
         *,
-        ask_human: Callable[[str], str | None] | None = None,
+        ask_human: AskHuman | None = None,
         mode: str | None = None,
     ) -> Agent:
         """An agent made of ``parts`` (``AgentParts.defaults``, with any part replaced)."""
@@ -116,7 +126,7 @@ class Agent:
     def _assemble(
         self,
         parts: AgentParts,
-        ask_human: Callable[[str], str | None] | None,
+        ask_human: AskHuman | None,
         mask: ToolMask | None,
     ) -> None:
         self.provider = parts.provider
@@ -125,7 +135,12 @@ class Agent:
         self.session = parts.session
         self.builder = parts.builder
         self.toolset = parts.toolset
-        self.tool_context = parts.tool_context
+        # The context the tools get is complete before the first call: it runs this
+        # agent's sub-agents (the parts cannot, as the agent is made after them).
+        delegate = SubAgents(
+            self, Agent.from_parts, parts.child, parts.config.settings(DelegateSettings)
+        )
+        self.tool_context = replace(parts.tool_context, delegate=delegate)
         self.memory = parts.memory
         self.externalizer = parts.externalizer
         self.harness = parts.harness
@@ -150,9 +165,6 @@ class Agent:
         )
         self._stats = AgentStats()
         self.cancel_token: threading.Event | None = None  # the running turn's; children share it
-        self.tool_context.delegate = SubAgents(
-            self, Agent.from_parts, parts.child, self.config.settings(DelegateSettings)
-        )
 
     @classmethod
     def resume(
@@ -163,13 +175,15 @@ class Agent:
         *,
         tools: ToolRunner | None = None,
         mode: str | None = None,
+        ask_human: AskHuman | None = None,
     ) -> Agent:
         """Continue a recorded session (after a crash or restart) with nothing lost.
 
         Tool calls a crash left without a result get an explicit "interrupted" result
         (never a re-run), so the next request is valid and the model knows what happened.
         ``tools``: the session's own toolset when it was not the default one; ``mode``: a
-        preset to continue in (else the config's ``mode``).
+        preset to continue in (else the config's ``mode``); ``ask_human``: who answers the
+        agent's questions (as for ``Agent``).
         """
         if not Path(session_dir).is_dir():
             raise ContextEngineError(f"{session_dir}: not a session folder")
@@ -181,7 +195,7 @@ class Agent:
             parts = AgentParts.defaults(
                 provider, workspace, config, session=session, tools=tools, mode=mode
             )
-            return cls.from_parts(parts, mode=mode)
+            return cls.from_parts(parts, ask_human=ask_human, mode=mode)
         except BaseException:
             session.close()
             raise
@@ -265,10 +279,15 @@ class Agent:
         raise ContextEngineError("the agent stopped without a result")
 
     async def astream(
-        self, message: str, cancel: threading.Event | None = None
+        self,
+        message: str,
+        cancel: threading.Event | None = None,
+        *,
+        ask_human: AskHuman | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """``stream`` for asyncio code: the loop runs in a worker thread."""
-        async for event in in_thread(lambda: self.stream(message, cancel), "contextengine-agent"):
+        turn = partial(self.stream, message, cancel, ask_human=ask_human)
+        async for event in in_thread(turn, "contextengine-agent"):
             yield event
 
     def stream(
@@ -277,6 +296,7 @@ class Agent:
         cancel: threading.Event | None = None,
         *,
         recorded_at: int | None = None,
+        ask_human: AskHuman | None = None,
     ) -> Iterator[AgentEvent]:
         """Run one user turn, yielding events; the last event is ``Done``.
 
@@ -285,118 +305,157 @@ class Agent:
         recorded with a "not run" result; the turn ends with ``Done`` and status ``cancelled``.
         ``recorded_at``: the turn's user entry is already recorded at this index (a turn
         a dead worker began): continue it from the record instead of appending it again.
+        ``ask_human``: who answers the agent's questions in this turn (else the agent's own).
         """
         self.cancel_token = cancel
         try:
-            for event in self._turn(message, cancel, recorded_at):
+            for event in self._turn(message, cancel, recorded_at, ask_human or self.ask_human):
                 self._stats.observe(event)
                 yield event
         finally:
             self.cancel_token = None
 
     def _turn(
-        self, message: str, cancel: threading.Event | None, recorded_at: int | None
+        self,
+        message: str,
+        cancel: threading.Event | None,
+        recorded_at: int | None,
+        ask_human: AskHuman | None,
     ) -> Iterator[AgentEvent]:
         close_interrupted_calls(self.session)  # a turn that died mid-batch in this process
         message = valid_text(message)
         text = add_mention_reminders(message) if self.config.flags.mentions else message
-        if recorded_at is None:
-            incoming = self.gauge.scaled(count_tokens(text))
-            if self.compactor.needed(self.gauge.last_input_tokens + incoming):
-                yield from self._compact(LiveContext(tail=self._tail()), incoming)
-            round_start = self.session.append(UserEntry(text=text)).index
-        else:
-            round_start = recorded_at
-        yield from self._apply(self.harness.start_turn(text))
-        live: dict[int, FullObservation] = {}
-        retried_answer = False
-        retried_cut = False  # a final answer cut at max_tokens is asked for again once
-        rebooting: str | None = None  # the reboot prompt while a 3-strike reboot is due
+        turn = _Turn(cancel, ask_human, (yield from self._open_round(text, recorded_at)))
+        outcome = yield from self._guarded(turn, 0, self._apply(self.harness.start_turn(text)))
         for step in range(self.config.max_steps):
-            if cancel is not None and cancel.is_set():
-                stopped = RunResult("", self.session_dir, "cancelled", step, _CANCELLED)
-                yield from self._finish(stopped)
-                return
-            yield from self._apply(self.harness.before_step(step))
-            context = LiveContext(live, round_start, self._tail())
-            if rebooting is None and (decision := self.pruner.decide()) is not None:
-                self.pruner.prune(decision)
-                yield PruneEvent(
-                    len(decision.records),
-                    decision.saved_tokens,
-                    round(decision.payback_steps, 1),
-                    self.calls.count,
-                )
-            request = self._build(context, rebooting)
-            if self.compactor.needed(self.gauge.of_request(request)) and (
-                yield from self._compact(context)
-            ):
-                request = self._build(context, rebooting)
-            try:
-                reply = yield from self.calls.ask(request)
-            except ProviderError as exc:
-                yield ErrorEvent(_provider_error_class(exc), str(exc))
-                yield from self._finish(RunResult("", self.session_dir, "error", step, str(exc)))
-                return
-            if rebooting:
-                rebooting = None
-                append_assistant(self.session, reply, ())
-                hook = self.harness.after_reboot(reply.content)
-                yield from self._apply(hook)
-                if hook.needs_human is not None:
-                    yield HumanQuestion(hook.needs_human)
-                    answer = self.ask_human(hook.needs_human) if self.ask_human else None
-                    if answer is None:
-                        result = RunResult(
-                            "", self.session_dir, "needs_human", step + 1, hook.needs_human
-                        )
-                        yield from self._finish(result)
-                        return
-                    self.session.append(UserEntry(text=answer))
-                continue
-            meaning = interpret(reply, self.session.style.protocol)
-            if meaning.problem is not None:
-                append_assistant(self.session, reply, ())
-                yield self._error("invalid_reply", meaning.problem)
-                hook = self.harness.after_error("invalid_reply")
-                yield from self._apply(hook)
-                if hook.reboot is not None:
-                    self.session.append(ReminderEntry(rule=STRIKE_RULE, text=REBOOT_NOTICE))
-                    rebooting = hook.reboot
-                continue
-            if meaning.final_answer is not None:
-                append_assistant(self.session, reply, ())
-                if reply.finish_reason == "length":
-                    if not retried_cut:
-                        retried_cut = True
-                        yield self._error("reply_cut", _CUT_ANSWER)
-                        continue
-                    # asked once already: the user gets the answer, told it is cut
-                    yield ErrorEvent("reply_cut", _CUT_AGAIN)
-                if (
-                    len(meaning.final_answer.strip()) < MIN_FINAL_ANSWER_CHARS
-                    and not retried_answer
-                ):
-                    retried_answer = True
-                    yield self._error("empty_answer", _SHORT_ANSWER)
-                    continue
-                yield from self._finish(
-                    RunResult(meaning.final_answer, self.session_dir, "completed", step + 1)
-                )
-                return
-            record = append_assistant(self.session, reply, meaning.calls)
-            if self.config.effective_history_mode != "round_scratchpad":
-                live = {}
-            assert isinstance(record.entry, AssistantEntry)
-            reboot = yield from self.tool_step.run_batch(
-                record.entry.tool_calls, self.mask, live, meaning.dropped, cancel
-            )
-            if reboot is not None:
-                # Only a constant notice is kept: the prompt is asked once, uncached,
-                # instead of being written to the cache and re-read on every later step.
-                self.session.append(ReminderEntry(rule=STRIKE_RULE, text=REBOOT_NOTICE))
-                rebooting = reboot
-        yield from self._finish(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
+            if isinstance(outcome, Finished):
+                break
+            outcome = yield from self._guarded(turn, step, self._step(turn, step))
+        if not isinstance(outcome, Finished):
+            outcome = Finished(RunResult("", self.session_dir, "max_steps", self.config.max_steps))
+        yield from self._finish(outcome.result)
+
+    def _open_round(self, text: str, recorded_at: int | None) -> Generator[AgentEvent, None, int]:
+        """The index of the turn's user entry: appended now (after compacting when the
+        message would not fit), or ``recorded_at`` for a turn already recorded."""
+        if recorded_at is not None:
+            return recorded_at
+        incoming = self.gauge.scaled(count_tokens(text))
+        if self.compactor.needed(self.gauge.last_input_tokens + incoming):
+            yield from self._compact(LiveContext(tail=self._tail()), incoming)
+        return self.session.append(UserEntry(text=text)).index
+
+    def _guarded(
+        self,
+        turn: _Turn,
+        step: int,
+        run: Generator[AgentEvent, None, StepOutcome | None],
+    ) -> Generator[AgentEvent, None, StepOutcome]:
+        """What ``run`` ends with, or what the loop makes of the interrupt it raised."""
+        try:
+            return (yield from run) or PROCEED
+        except RebootDue as due:
+            # Only a constant notice is kept: the prompt is asked once, uncached,
+            # instead of being written to the cache and re-read on every later step.
+            self.session.append(ReminderEntry(rule=STRIKE_RULE, text=REBOOT_NOTICE))
+            turn.rebooting = due.prompt
+            return PROCEED
+        except HumanNeeded as needed:
+            return (yield from self._ask_human(turn, needed.question, step))
+
+    def _ask_human(
+        self, turn: _Turn, question: str, step: int
+    ) -> Generator[AgentEvent, None, StepOutcome]:
+        yield HumanQuestion(question)
+        answer = turn.ask_human(question) if turn.ask_human else None
+        if answer is None:
+            return Finished(RunResult("", self.session_dir, "needs_human", step + 1, question))
+        self.session.append(UserEntry(text=answer))
+        return PROCEED
+
+    def _step(self, turn: _Turn, step: int) -> Generator[AgentEvent, None, StepOutcome]:
+        """One model call and what its reply asks for."""
+        if turn.cancel is not None and turn.cancel.is_set():
+            return Finished(RunResult("", self.session_dir, "cancelled", step, _CANCELLED))
+        yield from self._apply(self.harness.before_step(step))
+        context = LiveContext(turn.live, turn.round_start, self._tail())
+        if turn.rebooting is None:
+            yield from self._prune()
+        request = yield from self._fitted_request(context, turn.rebooting)
+        try:
+            reply = yield from self.calls.ask(request)
+        except ProviderError as exc:
+            yield ErrorEvent(_provider_error_class(exc), str(exc))
+            return Finished(RunResult("", self.session_dir, "error", step, str(exc)))
+        if turn.rebooting is not None:
+            turn.rebooting = None
+            append_assistant(self.session, reply, ())
+            yield from self._apply(self.harness.after_reboot(reply.content))
+            return PROCEED
+        return (yield from self._answered(turn, reply, step))
+
+    def _prune(self) -> Iterator[AgentEvent]:
+        """Prune the history when the pruner finds it pays back."""
+        decision = self.pruner.decide()
+        if decision is None:
+            return
+        self.pruner.prune(decision)
+        yield PruneEvent(
+            len(decision.records),
+            decision.saved_tokens,
+            round(decision.payback_steps, 1),
+            self.calls.count,
+        )
+
+    def _fitted_request(
+        self, context: LiveContext, rebooting: str | None
+    ) -> Generator[AgentEvent, None, Request]:
+        """The step's request, built again after compacting when it would not fit."""
+        request = self._build(context, rebooting)
+        if not self.compactor.needed(self.gauge.of_request(request)):
+            return request
+        compacted = yield from self._compact(context)
+        return self._build(context, rebooting) if compacted else request
+
+    def _answered(
+        self, turn: _Turn, reply: ModelReply, step: int
+    ) -> Generator[AgentEvent, None, StepOutcome]:
+        """Act on a main reply: refuse it, take its final answer, or run its calls."""
+        meaning = interpret(reply, self.session.style.protocol)
+        if meaning.problem is not None:
+            append_assistant(self.session, reply, ())
+            yield self._error("invalid_reply", meaning.problem)
+            yield from self._apply(self.harness.after_error("invalid_reply"))
+            return PROCEED
+        if meaning.final_answer is not None:
+            return (yield from self._final_answer(turn, reply, meaning.final_answer, step))
+        record = append_assistant(self.session, reply, meaning.calls)
+        if self.config.effective_history_mode != "round_scratchpad":
+            turn.live = {}
+        assert isinstance(record.entry, AssistantEntry)
+        yield from self.tool_step.run_batch(
+            record.entry.tool_calls, self.mask, turn.live, meaning.dropped, turn.cancel
+        )
+        return PROCEED
+
+    def _final_answer(
+        self, turn: _Turn, reply: ModelReply, answer: str, step: int
+    ) -> Generator[AgentEvent, None, StepOutcome]:
+        """The turn's result, unless the answer is asked for again (once when cut at
+        max_tokens, once when empty or too short)."""
+        append_assistant(self.session, reply, ())
+        if reply.finish_reason == "length":
+            if not turn.retried_cut:
+                turn.retried_cut = True
+                yield self._error("reply_cut", _CUT_ANSWER)
+                return PROCEED
+            # asked once already: the user gets the answer, told it is cut
+            yield ErrorEvent("reply_cut", _CUT_AGAIN)
+        if len(answer.strip()) < MIN_FINAL_ANSWER_CHARS and not turn.retried_answer:
+            turn.retried_answer = True
+            yield self._error("empty_answer", _SHORT_ANSWER)
+            return PROCEED
+        return Finished(RunResult(answer, self.session_dir, "completed", step + 1))
 
     def _tail(self) -> str | None:
         return self.harness.task_status()
@@ -450,18 +509,38 @@ class Agent:
             self.compactor.compacted_to(after)
         return compacted
 
-    def _apply(self, hook: HookResult) -> Iterator[AgentEvent]:
+    def _apply(self, hook: HookResult) -> Generator[AgentEvent, None, None]:
+        """Append the hook's entries, emit its events, then raise its interrupt, if any."""
+        yield from self._record(hook)
+        if hook.interrupt is not None:
+            raise hook.interrupt
+
+    def _record(self, hook: HookResult) -> Iterator[AgentEvent]:
         for entry in hook.entries:
             self.session.append(entry)
         yield from hook.events
 
     def _finish(self, result: RunResult) -> Iterator[AgentEvent]:
-        yield from self._apply(self.harness.end_turn(result))
+        # The turn is over: there is no course left for an interrupt to change.
+        yield from self._record(self.harness.end_turn(result))
         yield Done(result)
 
     def _error(self, error_class: str, message: str) -> ErrorEvent:
         self.session.append(ErrorEntry(error_class=error_class, message=message))
         return ErrorEvent(error_class, message)
+
+
+@dataclass
+class _Turn:
+    """What one turn's steps carry from one to the next."""
+
+    cancel: threading.Event | None
+    ask_human: AskHuman | None
+    round_start: int  # the index of the turn's user entry
+    live: dict[int, FullObservation] = field(default_factory=dict)
+    retried_answer: bool = False
+    retried_cut: bool = False  # a final answer cut at max_tokens is asked for again once
+    rebooting: str | None = None  # the reboot prompt while a 3-strike reboot is due
 
 
 def _provider_error_class(exc: ProviderError) -> str:

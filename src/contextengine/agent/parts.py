@@ -194,8 +194,7 @@ class AgentParts:
             session.directory if config.flags.working_memory else None, files=session.stored
         )
         tool_context = _tool_context(root, session, memory, config)
-        if config.flags.code_map:
-            tool_context.code_map = CodeMap(tool_context.workspace, config.code_map_tokens)
+        if tool_context.code_map is not None:
             injectors = [*injectors, CodeMapInjector(tool_context.code_map)]
         display = tool_context.workspace.display
         externalizer = Externalizer(session.layout.artifacts, display)
@@ -379,17 +378,19 @@ def _tool_context(
     workspace: Path, session: Session, memory: WorkingMemory, config: Config
 ) -> ToolContext:
     private = SessionScope.of(session.directory).private_to(workspace)
+    confined = Workspace(
+        workspace,
+        session_dir=session.directory,
+        session_access={
+            **dict.fromkeys(MEMORY_FILES, "write"),
+            session.layout.artifacts.name: "read",
+            TRASH_DIR: "read",
+        },
+        private=private,
+    )
     return ToolContext(
-        Workspace(
-            workspace,
-            session_dir=session.directory,
-            session_access={
-                **dict.fromkeys(MEMORY_FILES, "write"),
-                session.layout.artifacts.name: "read",
-                TRASH_DIR: "read",
-            },
-            private=private,
-        ),
+        confined,
+        code_map=CodeMap(confined, config.code_map_tokens) if config.flags.code_map else None,
         memory=memory,
         web=WebPolicy.from_config(config),
         search=search_backend(config),

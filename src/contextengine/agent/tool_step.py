@@ -18,6 +18,7 @@ from contextengine.agent.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from contextengine.agent.flow import InterruptFlow
 from contextengine.agent.hooks import Harness, HookResult
 from contextengine.agent.parts import ToolRunner
 from contextengine.agent.text_protocol import parse_text_reply
@@ -128,8 +129,8 @@ class ToolStep:
         live: dict[int, FullObservation],
         dropped: int = 0,
         cancel: threading.Event | None = None,
-    ) -> Generator[AgentEvent, None, str | None]:
-        """Run a reply's calls in order; returns the reboot prompt a 3-strike rule asks for.
+    ) -> Generator[AgentEvent, None, None]:
+        """Run a reply's calls in order, then raise the first interrupt a hook gave.
 
         A call past ``MAX_CALLS_PER_REPLY`` is not run: its result is an error naming the
         cap and the ``dropped`` calls after it. Once ``cancel`` is set - while the model
@@ -140,22 +141,24 @@ class ToolStep:
         the hooks' entries are appended after the whole batch has run.
         """
         deferred: list[Entry] = []
-        reboot: str | None = None
+        interrupt: InterruptFlow | None = None
         for number, recorded in enumerate(calls, 1):
             call = recorded.as_call()
             before = self.harness.before_tool(call)
             deferred.extend(before.entries)
             yield from before.events
+            interrupt = interrupt or before.interrupt
             refused = _over_cap(len(calls) + dropped) if number > MAX_CALLS_PER_REPLY else None
             if cancel is not None and cancel.is_set():
                 refused = _CANCELLED
             hook = yield from self.run(call, mask, live, refused)
             deferred.extend(hook.entries)
             yield from hook.events
-            reboot = reboot or hook.reboot
+            interrupt = interrupt or hook.interrupt
         for entry in deferred:
             self.session.append(entry)
-        return reboot
+        if interrupt is not None:
+            raise interrupt
 
     def run(
         self,

@@ -173,37 +173,20 @@ def plan_compaction(
     room = keep_tokens if keep_tokens is not None else sum(sizes.values())
     rounds = _rounds(records)
     if len(rounds) > keep_rounds:
-        kept_rounds = keep_rounds
-        while kept_rounds and sum(sizes[r.index] for g in rounds[-kept_rounds:] for r in g) > room:
-            kept_rounds -= 1
+        kept_rounds = _rounds_that_fit(rounds, keep_rounds, sizes, room)
         if kept_rounds:
             removed = tuple(r for group in rounds[:-kept_rounds] for r in group)
             end = rounds[-kept_rounds][0].index
             return CompactionPlan(removed[0].index, end, removed, "rounds", absorbed)
     groups = [group for records in rounds for group in _step_groups(records)]
-    in_groups = {r.index for group in groups for r in group}
-    newest = sum(sizes[r.index] for r in groups[-1]) if groups else 0
-    # A step cut leaves the round openings (user messages) in view, newest first, while
-    # they leave room for the newest step; the round under way keeps its own.
-    staying, users_from = 0, 0
-    for k in range(len(rounds) - 1, -1, -1):
-        opening = sum(sizes[r.index] for r in rounds[k] if r.index not in in_groups)
-        if staying + opening + newest > room and (not turn_open or k < len(rounds) - 1):
-            users_from = rounds[k + 1][0].index if k + 1 < len(rounds) else records[-1].index + 1
-            break
-        staying += opening
+    staying, users_from = _openings_kept(rounds, groups, sizes, room, turn_open)
     if not turn_open and users_from > rounds[-1][0].index:
         # Between turns, not even the newest round fits beside the next message: all goes.
         return CompactionPlan(
             records[0].index, records[-1].index + 1, tuple(records), "rounds", absorbed
         )
     keep = min(int(IN_ROUND_KEEP_SHARE * context_window), room - staying)
-    kept, total = 0, 0
-    for group in reversed(groups):
-        total += sum(sizes[r.index] for r in group)
-        if kept and (total > keep or group[0].index < users_from):
-            break
-        kept += 1
+    kept = _groups_kept(groups, sizes, keep, users_from)
     if kept < len(groups):
         end = groups[len(groups) - kept][0].index
     elif users_from:
@@ -216,6 +199,52 @@ def plan_compaction(
     }
     removed = tuple(r for r in records if first <= r.index < end and r.index not in staying_users)
     return CompactionPlan(first, end, removed, "steps", absorbed, users_from)
+
+
+def _rounds_that_fit(
+    rounds: Sequence[Sequence[LogRecord]], keep_rounds: int, sizes: dict[int, int], room: int
+) -> int:
+    """How many of the newest rounds stay: ``keep_rounds``, fewer while they exceed ``room``."""
+    kept_rounds = keep_rounds
+    while kept_rounds and sum(sizes[r.index] for g in rounds[-kept_rounds:] for r in g) > room:
+        kept_rounds -= 1
+    return kept_rounds
+
+
+def _openings_kept(
+    rounds: Sequence[Sequence[LogRecord]],
+    groups: Sequence[Sequence[LogRecord]],
+    sizes: dict[int, int],
+    room: int,
+    turn_open: bool,
+) -> tuple[int, int]:
+    """The tokens of the round openings (user messages) a step cut leaves in view, and the
+    index from which they stay: newest first, while they leave room for the newest step;
+    the round under way keeps its own."""
+    in_groups = {r.index for group in groups for r in group}
+    newest = sum(sizes[r.index] for r in groups[-1]) if groups else 0
+    staying, users_from = 0, 0
+    for k in range(len(rounds) - 1, -1, -1):
+        opening = sum(sizes[r.index] for r in rounds[k] if r.index not in in_groups)
+        if staying + opening + newest > room and (not turn_open or k < len(rounds) - 1):
+            users_from = rounds[k + 1][0].index if k + 1 < len(rounds) else rounds[-1][-1].index + 1
+            break
+        staying += opening
+    return staying, users_from
+
+
+def _groups_kept(
+    groups: Sequence[Sequence[LogRecord]], sizes: dict[int, int], keep: int, users_from: int
+) -> int:
+    """How many of the newest step groups stay: the newest always, then older ones while
+    they fit ``keep`` and are not older than the first opening kept (``users_from``)."""
+    kept, total = 0, 0
+    for group in reversed(groups):
+        total += sum(sizes[r.index] for r in group)
+        if kept and (total > keep or group[0].index < users_from):
+            break
+        kept += 1
+    return kept
 
 
 def summary_instruction(plan: CompactionPlan, limit_tokens: int) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,6 +18,7 @@ from contextengine.prices import DEFAULT_FAMILY, FAMILY_MODELS, RECORDED, UNKNOW
 
 if TYPE_CHECKING:  # the commands import the replay machinery only when they run
     from contextengine.measure.replay import BreakRow, ReplayResult, SideCallRow
+    from contextengine.measure.report import UsageReport
 
 _PRICE_CHOICES = f"a family ({', '.join(FAMILY_MODELS)}) or any model name genai-prices knows"
 REPORT_PRICES_HELP = f"Prices: {_PRICE_CHOICES} (default: by model, {DEFAULT_FAMILY})."
@@ -26,27 +28,39 @@ REPLAY_PRICES_HELP = (
 )
 
 
+TrajectoryArgument = Annotated[
+    Path, typer.Argument(help="A recorded run (bench TRAJECTORY_FORMAT).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+DumpOption = Annotated[
+    Path | None,
+    typer.Option(help="Write request-%04d.json per step and side-%04d.json per side call."),
+]
+FlagsOption = Annotated[
+    str, typer.Option(help="Settings as name=value, comma-separated: diversity=off,...")
+]
+HistoryModeOption = Annotated[
+    str | None, typer.Option(help="compressed, full or round_scratchpad.")
+]
+ContextWindowOption = Annotated[
+    int | None, typer.Option(help="Context window in tokens (compaction trigger).")
+]
+ReplayPricesOption = Annotated[str, typer.Option(help=REPLAY_PRICES_HELP)]
+ConfigFileOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="Config file (TOML or YAML).", dir_okay=False),
+]
+
+
 def replay_command(
-    trajectory: Annotated[Path, typer.Argument(help="A recorded run (bench TRAJECTORY_FORMAT).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-    dump: Annotated[
-        Path | None,
-        typer.Option(help="Write request-%04d.json per step and side-%04d.json per side call."),
-    ] = None,
-    flags: Annotated[
-        str, typer.Option(help="Settings as name=value, comma-separated: diversity=off,...")
-    ] = "",
-    history_mode: Annotated[
-        str | None, typer.Option(help="compressed, full or round_scratchpad.")
-    ] = None,
-    context_window: Annotated[
-        int | None, typer.Option(help="Context window in tokens (compaction trigger).")
-    ] = None,
-    prices: Annotated[str, typer.Option(help=REPLAY_PRICES_HELP)] = RECORDED,
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="Config file (TOML or YAML).", dir_okay=False),
-    ] = None,
+    trajectory: TrajectoryArgument,
+    as_json: JsonOption = False,
+    dump: DumpOption = None,
+    flags: FlagsOption = "",
+    history_mode: HistoryModeOption = None,
+    context_window: ContextWindowOption = None,
+    prices: ReplayPricesOption = RECORDED,
+    config: ConfigFileOption = None,
 ) -> None:
     """Replay a recorded run through the engine and compare it with the baselines."""
     from contextengine.measure.replay import load_settings, replay
@@ -64,11 +78,19 @@ def replay_command(
             f"contextengine: no known price for model {recording.model!r}: "
             f"priced as {priced_as} (choose with --prices)\n"
         )
-    steps = len(recording.steps)
     if as_json:
         result = replay(recording, settings, name=str(trajectory), prices=prices, dump=dump)
         sys.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
         return
+    replay_at = partial(replay, recording, settings, name=str(trajectory), prices=prices, dump=dump)
+    result = _with_progress(replay_at, len(recording.steps))
+    out = Console(highlight=False, soft_wrap=True)
+    out.print(_replay_table(result))
+    out.print(_policies_table(result))
+
+
+def _with_progress(replay_at: Callable[..., ReplayResult], steps: int) -> ReplayResult:
+    """``replay_at(on_step=...)`` with a progress bar per replayed run on stderr."""
     console = Console(stderr=True, highlight=False)
     with Progress(
         TextColumn("{task.description:<13}"),
@@ -78,17 +100,7 @@ def replay_command(
         transient=True,
     ) as progress:
         bars = {name: progress.add_task(name, total=steps) for name in ("engine", "full_history")}
-        result = replay(
-            recording,
-            settings,
-            name=str(trajectory),
-            prices=prices,
-            dump=dump,
-            on_step=lambda name, step: progress.update(bars[name], completed=step + 1),
-        )
-    out = Console(highlight=False, soft_wrap=True)
-    out.print(_replay_table(result))
-    out.print(_policies_table(result))
+        return replay_at(on_step=lambda name, step: progress.update(bars[name], completed=step + 1))
 
 
 _ROWS = (
@@ -203,6 +215,15 @@ def report_command(
         sys.stdout.write(json.dumps(report.as_dict(), ensure_ascii=False) + "\n")
         return
     console = Console(highlight=False, soft_wrap=True)
+    console.print(_usage_table(session_dir, report))
+    for line in _report_lines(report):
+        console.print(line, markup=False)
+    if plot is not None:
+        console.print(f"plot: {plot}", markup=False)
+
+
+def _usage_table(session_dir: Path, report: UsageReport) -> Table:
+    """The report's totals as a two-column table."""
     table = Table(title=f"usage of {session_dir}", title_justify="left", show_header=False)
     table.add_column("")
     table.add_column("", justify="right")
@@ -231,24 +252,25 @@ def report_command(
             f"{len(report.cache_disagreements)} of {report.cache_diagnosed_calls} diagnosed calls",
         )
     table.add_row("sub-agents", str(len(report.sub_agents)))
-    console.print(table)
+    return table
+
+
+def _report_lines(report: UsageReport) -> list[str]:
+    """One line per cache break, provider/monitor disagreement and sub-agent."""
+    found: list[str] = []
     for brk in report.cache_breaks:
-        console.print(
+        found.append(
             f"  call {brk['call']} ({brk['purpose']}): {brk.get('cause')} at char "
             f"{brk.get('position')}",
-            markup=False,
         )
     for odd in report.cache_disagreements:
-        console.print(
+        found.append(
             f"  call {odd['call']}: provider says {odd['reason']} "
             f"({odd['missed_input_tokens']:,} input tokens missed), monitor says {odd['monitor']}",
-            markup=False,
         )
     for child in report.sub_agents:
-        console.print(
+        found.append(
             f"  sub-agent {child['session']} ({child['status']}): {child['calls']} calls, "
             f"${child['cost_usd']:.4f} - report {child['folder']}",
-            markup=False,
         )
-    if plot is not None:
-        console.print(f"plot: {plot}", markup=False)
+    return found

@@ -276,19 +276,7 @@ def replay_engine(
     settings = config.with_flags(max_steps=steps)
     with tempfile.TemporaryDirectory(prefix="contextengine-replay-") as tmp:
         workspace = Path(tmp) / "workspace"
-        sid = trajectory.digest[: len(new_session_id())]
-        # Where a live session of the default layout sits, under an id of a live id's
-        # length: its artifact paths, which refs and stubs name on every later request,
-        # are as long as a live session's.
-        layout = SessionLayout.under(
-            workspace / DEFAULT_ROOT_NAME, settings.org, settings.team, workspace.name, sid
-        )
-        session = Session.create(
-            layout.directory,
-            session_id=sid,
-            style=RenderStyle(protocol, settings.flags.diversity),
-            durable=False,
-        )
+        session = _replay_session(trajectory, settings, workspace, protocol)
         with closing(session):
             parts = AgentParts.defaults(
                 provider,
@@ -305,20 +293,48 @@ def replay_engine(
                 project_root=parts.workspace,
                 settings=settings.settings(BuilderSettings),
             )
-            agent = Agent.from_parts(replace(parts, builder=builder))
-            for number, round_ in enumerate(script.rounds):
-                script.begin(round_)
-                status = ""
-                for event in agent.stream(round_.user):
-                    status = getattr(getattr(event, "result", None), "status", status)
-                    if isinstance(event, PruneEvent) and on_prune is not None:
-                        on_prune(replace(event, step=script.position))
-                if script.position < round_.end:
-                    raise ReplayError(
-                        f"the engine ended round {number + 1} at step {script.position} of "
-                        f"{round_.end} (status {status!r})"
-                    )
+            _play(Agent.from_parts(replace(parts, builder=builder)), script, on_prune)
     return provider.calls
+
+
+def _replay_session(
+    trajectory: Trajectory,
+    settings: Config,
+    workspace: Path,
+    protocol: Literal["native", "text"],
+) -> Session:
+    """A new session for the replay, where a live session of the default layout sits,
+    under an id of a live id's length: its artifact paths, which refs and stubs name on
+    every later request, are as long as a live session's."""
+    sid = trajectory.digest[: len(new_session_id())]
+    layout = SessionLayout.under(
+        workspace / DEFAULT_ROOT_NAME, settings.org, settings.team, workspace.name, sid
+    )
+    return Session.create(
+        layout.directory,
+        session_id=sid,
+        style=RenderStyle(protocol, settings.flags.diversity),
+        durable=False,
+    )
+
+
+def _play(
+    agent: Agent, script: ReplayScript, on_prune: Callable[[PruneEvent], None] | None
+) -> None:
+    """Run each recorded round as a turn of ``agent``; ``ReplayError`` for a round the
+    engine ended before its last recorded step."""
+    for number, round_ in enumerate(script.rounds):
+        script.begin(round_)
+        status = ""
+        for event in agent.stream(round_.user):
+            status = getattr(getattr(event, "result", None), "status", status)
+            if isinstance(event, PruneEvent) and on_prune is not None:
+                on_prune(replace(event, step=script.position))
+        if script.position < round_.end:
+            raise ReplayError(
+                f"the engine ended round {number + 1} at step {script.position} of "
+                f"{round_.end} (status {status!r})"
+            )
 
 
 class _Figures:
@@ -331,6 +347,7 @@ class _Figures:
         self.content_tokens = content_tokens(trajectory, counter)
 
     def of(self, calls: Sequence[ReplayCall], prunes: Sequence[PruneEvent] = ()) -> StrategyResult:
+        """The figures of ``calls`` (main and side calls) and the ``prunes`` made."""
         main = [c for c in calls if c.step is not None]
         main_input = sum(c.cost.input_tokens for c in main)
         recalls = [
@@ -338,21 +355,6 @@ class _Figures:
             for c in main
             if c.step is not None
         ]
-        cost = sum(
-            self.prices.cost(
-                c.cost.uncached_tokens,
-                c.cost.cached_tokens,
-                c.cost.cache_write_tokens,
-                c.cost.output_tokens,
-            )
-            for c in calls
-        )
-        input_cost = sum(
-            self.prices.cost(
-                c.cost.uncached_tokens, c.cost.cached_tokens, c.cost.cache_write_tokens, 0
-            )
-            for c in calls
-        )
         return StrategyResult(
             steps=len(main),
             prefix_reuse=_share(sum(c.cost.prefix_tokens for c in main), main_input),
@@ -363,45 +365,72 @@ class _Figures:
             uncached_tokens=sum(c.cost.uncached_tokens for c in calls),
             output_tokens=sum(c.cost.output_tokens for c in calls),
             content_tokens=self.content_tokens,
-            cost_usd=cost,
-            input_cost_usd=input_cost,
+            cost_usd=self._cost(calls, output=True),
+            input_cost_usd=self._cost(calls, output=False),
             floor_usd=self.prices.cost(self.content_tokens, 0, 0, 0),
             reference_recall=_round(mean_recall(recalls)),
-            cache_breaks=tuple(
-                {
-                    "step": c.step,
-                    "cause": brk.cause,
-                    "position": brk.position,
-                    "old": brk.old_snippet,
-                    "new": brk.new_snippet,
-                }
-                for c in main
-                if (brk := c.cost.cache_break) is not None
-            ),
-            side_calls=tuple(
-                {
-                    "purpose": c.cost.purpose,
-                    "after_step": c.after_step,
-                    "input_tokens": c.cost.input_tokens,
-                    "cached_tokens": c.cost.cached_tokens,
-                    "cached_share": _share(c.cost.cached_tokens, c.cost.input_tokens),
-                }
-                for c in calls
-                if c.step is None
-            ),
-            prunes=tuple(
-                {
-                    "step": p.step,
-                    "results": p.results,
-                    "saved_tokens": p.saved_tokens,
-                    "payback_steps": p.payback_steps,
-                    "remaining_steps": len(main) - p.step,
-                }
-                for p in prunes
-                # a prune made for a request the recording never sent was charged nothing
-                if p.step < len(main)
-            ),
+            cache_breaks=_cache_breaks(main),
+            side_calls=_side_calls(calls),
+            prunes=_prunes(prunes, len(main)),
         )
+
+    def _cost(self, calls: Sequence[ReplayCall], *, output: bool) -> float:
+        """What ``calls`` cost, their output tokens included or not."""
+        return sum(
+            self.prices.cost(
+                c.cost.uncached_tokens,
+                c.cost.cached_tokens,
+                c.cost.cache_write_tokens,
+                c.cost.output_tokens if output else 0,
+            )
+            for c in calls
+        )
+
+
+def _cache_breaks(main: Sequence[ReplayCall]) -> tuple[BreakRow, ...]:
+    """Where each main call's cached prefix broke, and why."""
+    return tuple(
+        {
+            "step": c.step,
+            "cause": brk.cause,
+            "position": brk.position,
+            "old": brk.old_snippet,
+            "new": brk.new_snippet,
+        }
+        for c in main
+        if (brk := c.cost.cache_break) is not None
+    )
+
+
+def _side_calls(calls: Sequence[ReplayCall]) -> tuple[SideCallRow, ...]:
+    """The side calls (summaries, reboots): after which step, their tokens and cache share."""
+    return tuple(
+        {
+            "purpose": c.cost.purpose,
+            "after_step": c.after_step,
+            "input_tokens": c.cost.input_tokens,
+            "cached_tokens": c.cost.cached_tokens,
+            "cached_share": _share(c.cost.cached_tokens, c.cost.input_tokens),
+        }
+        for c in calls
+        if c.step is None
+    )
+
+
+def _prunes(prunes: Sequence[PruneEvent], steps: int) -> tuple[PruneRow, ...]:
+    """Each pruning made before one of the ``steps`` recorded steps."""
+    return tuple(
+        {
+            "step": p.step,
+            "results": p.results,
+            "saved_tokens": p.saved_tokens,
+            "payback_steps": p.payback_steps,
+            "remaining_steps": steps - p.step,
+        }
+        for p in prunes
+        # a prune made for a request the recording never sent was charged nothing
+        if p.step < steps
+    )
 
 
 def content_tokens(trajectory: Trajectory, counter: TokenCounter) -> int:

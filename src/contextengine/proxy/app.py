@@ -17,14 +17,15 @@ Origin.
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import (
     HTMLResponse,
     JSONResponse,
@@ -67,6 +68,37 @@ class UpstreamError(ContextEngineError):
     """The ``--upstream`` URL is not an http(s) URL."""
 
 
+@dataclass(frozen=True)
+class PageAccess:
+    """Who may read the live page and its data: a request with ``token`` whose Host is one
+    of ``hosts`` and whose Origin, if any, is the proxy itself."""
+
+    token: str
+    hosts: frozenset[str]
+
+    def refused(self, request: Request, presented: str | None) -> JSONResponse | None:
+        """The refusal of ``request`` presenting the token ``presented``, or ``None``."""
+        host = request.headers.get("host", "")
+        origin = request.headers.get("origin")
+        if host_name(host) not in self.hosts:
+            return _error(403, "proxy: this page answers local names only")
+        if origin is not None and urlsplit(origin).netloc.lower() != host.strip().lower():
+            return _error(403, f"proxy: origin {origin!r} may not read this page")
+        if presented is None or not secrets.compare_digest(
+            presented.encode("utf-8", "surrogateescape"), self.token.encode("utf-8")
+        ):
+            return _error(401, "proxy: open the page URL the proxy printed (it has ?token=)")
+        return None
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where requests go (``root``, no trailing slash) and the largest body passed on."""
+
+    root: str
+    max_body_bytes: int
+
+
 def create_proxy_app(
     upstream: str,
     log: Path | None,
@@ -84,24 +116,28 @@ def create_proxy_app(
     parts = urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UpstreamError(f"--upstream must be an http(s) URL, not {upstream!r}")
-    root = upstream.rstrip("/")
     recorder = Recorder(log)
-    page_hosts = LOCAL_HOSTS | ({host.strip("[]").lower()} - WILDCARD_HOSTS)
-
     page_token = token or secrets.token_urlsafe(24)
+    app = FastAPI(
+        title="contextengine proxy",
+        lifespan=_lifespan(recorder),
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.recorder = recorder
+    app.state.token = page_token
+    app.state.page = PageAccess(
+        page_token, LOCAL_HOSTS | ({host.strip("[]").lower()} - WILDCARD_HOSTS)
+    )
+    app.state.upstream = Upstream(upstream.rstrip("/"), max_body_bytes)
+    app.include_router(page_router)
+    # A plain Starlette route: no request validation or dependency injection on the hot path.
+    app.add_route("/{path:path}", pass_through, methods=_METHODS, include_in_schema=False)
+    return app
 
-    def refused(request: Request, presented: str | None) -> JSONResponse | None:
-        host = request.headers.get("host", "")
-        origin = request.headers.get("origin")
-        if host_name(host) not in page_hosts:
-            return _error(403, "proxy: this page answers local names only")
-        if origin is not None and urlsplit(origin).netloc.lower() != host.strip().lower():
-            return _error(403, f"proxy: origin {origin!r} may not read this page")
-        if presented is None or not secrets.compare_digest(
-            presented.encode("utf-8", "surrogateescape"), page_token.encode("utf-8")
-        ):
-            return _error(401, "proxy: open the page URL the proxy printed (it has ?token=)")
-        return None
+
+def _lifespan(recorder: Recorder) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """One pooled upstream client while the app serves; the recorder closed at its end."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -112,56 +148,61 @@ def create_proxy_app(
             yield
         recorder.close()
 
-    app = FastAPI(title="contextengine proxy", lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.state.recorder = recorder
-    app.state.token = page_token
+    return lifespan
 
-    @app.get("/", include_in_schema=False)
-    async def live_page(request: Request, token: str | None = None) -> Response:
-        refusal = refused(request, token if token is not None else _presented(request))
-        if refusal is not None:
-            return refusal
-        if token is None:
-            return HTMLResponse(LIVE_PAGE)
-        # The token moves into a cookie (the page's script fetches the stats with it) and out
-        # of the address bar and the history.
-        moved = RedirectResponse("/", status_code=303)
-        moved.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
-        return moved
 
-    @app.get(STATS_PATH, include_in_schema=False)
-    async def stats(request: Request) -> JSONResponse:
-        return refused(request, _presented(request)) or JSONResponse(recorder.stats())
+page_router = APIRouter()
 
-    async def pass_through(request: Request) -> Response:
-        body = await _body(request, max_body_bytes)
-        if body is None:
-            message = f"proxy: request body too large (the limit is {max_body_bytes} bytes)"
-            return _error(413, message)
-        target = _target(root, request.url.path, request.url.query)
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
-        headers.append(("accept-encoding", "identity"))
-        client: httpx.AsyncClient = request.app.state.client
-        upstream_request = client.build_request(
-            request.method, target, headers=headers, content=body
-        )
-        try:
-            answer = await client.send(upstream_request, stream=True)
-        except httpx.HTTPError as exc:
-            message = f"proxy: cannot reach the upstream {root}: {type(exc).__name__}"
-            return JSONResponse({"error": {"message": message, "type": "proxy_error"}}, 502)
-        record = request.method == "POST" and request.url.path.endswith(MODEL_ENDPOINTS)
-        reply_headers = {k: v for k, v in answer.headers.items() if k.lower() not in _NOT_RETURNED}
-        return StreamingResponse(
-            _relay(answer, recorder, request.url.path, body, record),
-            answer.status_code,
-            reply_headers,  # content-length kept: the bytes relayed are exactly those
-            background=BackgroundTask(answer.aclose),
-        )
 
-    # A plain Starlette route: no request validation or dependency injection on the hot path.
-    app.add_route("/{path:path}", pass_through, methods=_METHODS, include_in_schema=False)
-    return app
+@page_router.get("/", include_in_schema=False)
+async def live_page(request: Request, token: str | None = None) -> Response:
+    """The live page; ``?token=`` moves the token into a cookie first."""
+    page: PageAccess = request.app.state.page
+    refusal = page.refused(request, token if token is not None else _presented(request))
+    if refusal is not None:
+        return refusal
+    if token is None:
+        return HTMLResponse(LIVE_PAGE)
+    # The token moves into a cookie (the page's script fetches the stats with it) and out
+    # of the address bar and the history.
+    moved = RedirectResponse("/", status_code=303)
+    moved.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+    return moved
+
+
+@page_router.get(STATS_PATH, include_in_schema=False)
+async def stats(request: Request) -> JSONResponse:
+    """The live page's data: the recorder's figures."""
+    page: PageAccess = request.app.state.page
+    recorder: Recorder = request.app.state.recorder
+    return page.refused(request, _presented(request)) or JSONResponse(recorder.stats())
+
+
+async def pass_through(request: Request) -> Response:
+    """Send ``request`` upstream as it is; relay the reply as it arrives (recorded after)."""
+    upstream: Upstream = request.app.state.upstream
+    body = await _body(request, upstream.max_body_bytes)
+    if body is None:
+        message = f"proxy: request body too large (the limit is {upstream.max_body_bytes} bytes)"
+        return _error(413, message)
+    target = _target(upstream.root, request.url.path, request.url.query)
+    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
+    headers.append(("accept-encoding", "identity"))
+    client: httpx.AsyncClient = request.app.state.client
+    upstream_request = client.build_request(request.method, target, headers=headers, content=body)
+    try:
+        answer = await client.send(upstream_request, stream=True)
+    except httpx.HTTPError as exc:
+        message = f"proxy: cannot reach the upstream {upstream.root}: {type(exc).__name__}"
+        return JSONResponse({"error": {"message": message, "type": "proxy_error"}}, 502)
+    record = request.method == "POST" and request.url.path.endswith(MODEL_ENDPOINTS)
+    reply_headers = {k: v for k, v in answer.headers.items() if k.lower() not in _NOT_RETURNED}
+    return StreamingResponse(
+        _relay(answer, request.app.state.recorder, request.url.path, body, record),
+        answer.status_code,
+        reply_headers,  # content-length kept: the bytes relayed are exactly those
+        background=BackgroundTask(answer.aclose),
+    )
 
 
 def _error(status: int, message: str) -> JSONResponse:

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from queue import SimpleQueue
 
 from contextengine.agent.events import AgentEvent, Done, ErrorEvent, RunResult
@@ -79,7 +80,6 @@ class SessionChannel:
         cancel = threading.Event()
         self.turn = TurnInfo(self.log.last_id + 1, len(agent.session.records), message)
         self._cancel = cancel
-        agent.ask_human = lambda question: self._ask(question, cancel)
         subscription = Subscription([], self._listen())
         task = asyncio.create_task(self._drive(agent, message, cancel))
         _TURNS.add(task)
@@ -105,7 +105,7 @@ class SessionChannel:
             self.question = None
         self._answers.put(text)
 
-    def _ask(self, question: str, cancel: threading.Event) -> str | None:
+    def _ask(self, question: str, *, cancel: threading.Event) -> str | None:
         """In the turn's thread: wait for ``answer``; ``None`` when the turn is stopped."""
         with self._question_lock:
             if cancel.is_set():
@@ -168,7 +168,8 @@ class SessionChannel:
     async def _drive(self, agent: Agent, message: str, cancel: threading.Event) -> None:
         ended = False
         try:
-            async for event in agent.astream(message, cancel=cancel):
+            ask = partial(self._ask, cancel=cancel)
+            async for event in agent.astream(message, cancel=cancel, ask_human=ask):
                 if isinstance(event, Done):
                     # The session is free before anyone sees `done`, so a client can send
                     # the next message at once without a 409.

@@ -1,4 +1,4 @@
-"""The tool protocol and the values a tool returns.
+"""The values a tool returns (the tool protocol itself is ``contextengine.tools.tool``).
 
 Tool-facing errors are values (``ToolError`` with a literal ``code`` a model can read),
 never exceptions through the loop. Tools never touch the session: they get a
@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol
-
-from pydantic import BaseModel
+from typing import Any, Literal
 
 ToolStatus = Literal["success", "error"]
 ObservationKind = Literal["file", "webpage", "db", "other"]
@@ -92,24 +90,3 @@ class ToolOutcome:
         return cls(
             "error", message if text is None else text, dict(data or {}), ToolError(code, message)
         )
-
-
-class Tool(Protocol):
-    """A tool: a name, a description, a pydantic argument model and ``run``.
-
-    A tool class may also declare ``traits`` (``toolkit.traits``) and, in the ``tools`` package,
-    ``default: ClassVar[bool] = True`` to be one of ``default_toolset()``'s tools.
-    """
-
-    name: ClassVar[str]
-    description: ClassVar[str]
-
-    # Read-only, so a nested ``class Args(BaseModel)`` satisfies it.
-    @property
-    def Args(self) -> type[BaseModel]:
-        """The pydantic model the call's arguments validate against."""
-        ...
-
-    def run(self, args: Any, ctx: Any) -> ToolOutcome:
-        """Execute with validated arguments inside the context's workspace."""
-        ...

@@ -13,16 +13,17 @@ session starts in the ``DEEP_RESEARCH`` mode.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextengine.toolkit.base import Tool, ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.modes import MODE_NAMES
 from contextengine.toolkit.traits import ToolTraits
 from contextengine.tools.context import ToolContext
 from contextengine.tools.delegation import ChildReport, DelegationRefused
 from contextengine.tools.registry import Toolset
+from contextengine.tools.tool import Tool
 
 CHILD_SESSION = "child_session"
 """The key of the outcome's data naming the child's session id."""
@@ -86,5 +87,5 @@ def observation(child: ChildReport) -> str:
 
 def with_agent_delegate(toolset: Toolset) -> Toolset:
     """``toolset`` plus ``agent_delegate``."""
-    tools: list[Tool] = [t for name in toolset.names if (t := toolset.get(name)) is not None]
+    tools: list[Tool[Any]] = [t for name in toolset.names if (t := toolset.get(name)) is not None]
     return Toolset([*tools, AgentDelegateTool()])

@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from contextengine.tools.search_backend import SearchBackend
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolContext:
-    """What tools of one session share.
+    """What tools of one session share, complete when made (``dataclasses.replace`` makes
+    one that differs; the mutable state in it, ``read_mtimes`` and ``robots``, is shared).
 
     ``read_mtimes`` maps a file's real path to its mtime (ns) when this session last read
     or wrote it; it lives in memory only (R7.6). ``max_output_bytes`` caps each shell

@@ -34,7 +34,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _COPY_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class FileDelete(FileTool):
+class FileDelete(FileTool["FileDelete.Args"]):
     """``file_delete``: move one file of the workspace to the session's trash."""
 
     name: ClassVar[str] = "file_delete"

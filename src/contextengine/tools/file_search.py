@@ -69,7 +69,7 @@ def _open_folder(where: Located) -> Iterator[int]:
         raise
 
 
-class FileLs(FileTool):
+class FileLs(FileTool["FileLs.Args"]):
     """``file_ls``: the entries of a directory, sorted, with type and size."""
 
     name: ClassVar[str] = "file_ls"
@@ -126,7 +126,7 @@ def _ls_entry(kind: str, dir_fd: int, name: str) -> dict[str, Any]:
     return {"name": name, "type": "file", "size": size}
 
 
-class FileGlob(FileTool):
+class FileGlob(FileTool["FileGlob.Args"]):
     """``file_glob``: workspace paths matching a glob pattern, sorted."""
 
     name: ClassVar[str] = "file_glob"
@@ -238,7 +238,7 @@ def _skip_stars(pattern: tuple[str, ...], states: set[int]) -> set[int]:
     return closed
 
 
-class FileGrep(FileTool):
+class FileGrep(FileTool["FileGrep.Args"]):
     """``file_grep``: lines matching an RE2 regex (linear time), as ``file:line:text``."""
 
     name: ClassVar[str] = "file_grep"

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import difflib
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Generic, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -32,6 +33,7 @@ from contextengine.toolkit.traits import ToolTraits
 from contextengine.toolkit.workspace import Located
 from contextengine.tools.context import ToolContext
 from contextengine.tools.file_lines import count_lines, decode_head, looks_binary, read_lines
+from contextengine.tools.tool import ArgsT
 
 # file_edit holds the file, its edited copy and a line diff in memory: bounded by this.
 EDIT_MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -56,14 +58,14 @@ class StrictArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class FileTool:
-    """Runs a file tool body and turns refusals and OS errors into error outcomes."""
+class FileTool(ABC, Generic[ArgsT]):
+    """Runs a file tool body and turns refusals and OS errors into error outcomes; a tool
+    names its own argument model: ``class FileRead(FileTool["FileRead.Args"])``."""
 
     name: ClassVar[str]
     description: ClassVar[str]
-    Args: ClassVar[type[BaseModel]]
 
-    def run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
+    def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutcome:
         """Execute with validated arguments inside the context's workspace."""
         try:
             return self._run(args, ctx)
@@ -75,8 +77,9 @@ class FileTool:
             where = f" ({exc.filename})" if exc.filename else ""
             return ToolOutcome.fail("io_error", f"{self.name}{where}: {exc.strerror or exc}")
 
-    def _run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
-        raise NotImplementedError
+    @abstractmethod
+    def _run(self, args: ArgsT, ctx: ToolContext) -> ToolOutcome:
+        """The tool's body; it may raise ``Refusal``, ``PathRefused`` or ``OSError``."""
 
 
 @contextmanager
@@ -114,7 +117,7 @@ def _encode(content: str) -> bytes:
         ) from None
 
 
-class FileRead(FileTool):
+class FileRead(FileTool["FileRead.Args"]):
     """``file_read``: numbered lines of a text file, with its mtime (R7.6)."""
 
     name: ClassVar[str] = "file_read"
@@ -227,7 +230,7 @@ def _numbered_range(
     return "\n".join(kept), last, False
 
 
-class FileWrite(FileTool):
+class FileWrite(FileTool["FileWrite.Args"]):
     """``file_write``: create or overwrite a file with the given content."""
 
     name: ClassVar[str] = "file_write"
@@ -275,7 +278,7 @@ def _check_change(old_text: str, new_text: str) -> None:
         raise ValueError("old_text and new_text are identical; nothing would change")
 
 
-class FileEdit(FileTool):
+class FileEdit(FileTool["FileEdit.Args"]):
     """``file_edit``: exact text replacement, one edit or several applied all-or-nothing."""
 
     name: ClassVar[str] = "file_edit"

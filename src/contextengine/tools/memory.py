@@ -7,15 +7,16 @@ folder is an extra root of the workspace.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextengine.memory.plan import STATUSES, Plan, PlanUpdate
-from contextengine.toolkit.base import Tool, ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.traits import ToolTraits
 from contextengine.tools.context import ToolContext
 from contextengine.tools.registry import Toolset
+from contextengine.tools.tool import Tool
 
 _NO_MEMORY = "working memory is off in this session; nothing was written"
 
@@ -88,7 +89,7 @@ class MemoryFindingAdd:
         return ToolOutcome.ok(f"Recorded finding {title!r} in findings.md.", {"title": title})
 
 
-def memory_tools() -> list[Tool]:
+def memory_tools() -> list[Tool[Any]]:
     """The working-memory tools."""
     return [MemoryFindingAdd(), MemoryPlanUpdate()]
 

@@ -17,19 +17,20 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from contextengine.errors import ConfigError
-from contextengine.toolkit.base import Tool, ToolOutcome
+from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.mask import ToolMask
 from contextengine.toolkit.spec import ToolSpec
 from contextengine.toolkit.traits import ToolTraits, traits_of
 from contextengine.tools.context import ToolContext
+from contextengine.tools.tool import Tool
 from contextengine.types import ToolCall
 
 
 class Toolset:
     """A fixed set of tools with unique names (the session's tool list, R2.1)."""
 
-    def __init__(self, tools: Sequence[Tool]) -> None:
-        self._tools: dict[str, Tool] = {}
+    def __init__(self, tools: Sequence[Tool[Any]]) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
         for tool in tools:
             if tool.name in self._tools:
                 raise ConfigError(f"duplicate tool name {tool.name!r}")
@@ -40,11 +41,11 @@ class Toolset:
         """Tool names, sorted."""
         return tuple(sorted(self._tools))
 
-    def plus(self, *tools: Tool) -> Toolset:
+    def plus(self, *tools: Tool[Any]) -> Toolset:
         """This set with ``tools`` added (a name already here is an error)."""
         return Toolset([*self._tools.values(), *tools])
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> Tool[Any] | None:
         """The tool called ``name``, if any."""
         return self._tools.get(name)
 
@@ -115,7 +116,7 @@ def _explain(exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
-def parameters_of(tool: Tool) -> Mapping[str, Any]:
+def parameters_of(tool: Tool[Any]) -> Mapping[str, Any]:
     """A tool's parameter schema: the JSON schema it declares as ``parameters`` (an MCP
     tool's, which checks its own arguments), else its argument model's (``args_schema``)."""
     declared = getattr(tool, "parameters", None)

@@ -8,7 +8,7 @@ characters the observation processor saves it to the artifacts and the context k
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,7 +34,7 @@ class WebFetch:
 
         url: str
 
-    def run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
+    def run(self, args: WebFetch.Args, ctx: ToolContext) -> ToolOutcome:
         """Fetch ``args.url`` under the session's web policy."""
         policy = ctx.web
         try:

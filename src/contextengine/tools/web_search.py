@@ -7,7 +7,7 @@ the list (the tool list is part of the cached prefix) and every call returns an
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,7 +30,7 @@ class WebSearch:
 
         query: str = Field(min_length=1)
 
-    def run(self, args: Any, ctx: ToolContext) -> ToolOutcome:
+    def run(self, args: WebSearch.Args, ctx: ToolContext) -> ToolOutcome:
         """Ask the session's backend."""
         backend = ctx.search
         if backend is None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from contextengine.agent.flow import HumanNeeded, RebootDue
 from contextengine.agent.hooks import NOTHING, HookResult
 from contextengine.agent.rules.base import HarnessContext, Rule
 from contextengine.context.tokens import count_tokens
@@ -49,7 +50,7 @@ class ThreeStrikeRule(Rule):
         allowance = self.ctx.allowance
         if allowance is not None and not allowance.affords(count_tokens(prompt)):
             return NOTHING
-        return HookResult(reboot=prompt)
+        return HookResult(interrupt=RebootDue(prompt))
 
     def after_reboot(self, answer: str) -> HookResult:
         """Log the reboot answer; hand over to a human when question 5 says so."""
@@ -57,4 +58,4 @@ class ThreeStrikeRule(Rule):
         decision = f"yes - {help_.question}" if help_.needed else "no"
         body = f"{clip(answer.strip(), ANSWER_CHARS)}\n\n**Human help**: {decision}"
         self.ctx.memory.log("[~] 5-Question Reboot", body)
-        return HookResult(needs_human=help_.question if help_.needed else None)
+        return HookResult(interrupt=HumanNeeded(help_.question) if help_.needed else None)

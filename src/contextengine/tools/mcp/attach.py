@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from contextengine.canonical import canonical_json
-from contextengine.toolkit.base import Tool
 from contextengine.toolkit.mcp_servers import McpServer, McpToolSearch
 from contextengine.tools.mcp.adapter import McpTool
 from contextengine.tools.mcp.clients import McpClients, McpStartError
 from contextengine.tools.mcp.search import ToolCall, ToolCatalog, ToolSearch
+from contextengine.tools.tool import Tool
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class McpAttachment:
     """The running servers of a session and the tools that stand for them."""
 
     clients: McpClients
-    tools: tuple[Tool, ...]
+    tools: tuple[Tool[Any], ...]
     catalog: ToolCatalog
     deferred: bool  # over the budget: behind a tool search (the engine's or the provider's)
     provider_deferred: frozenset[str] = frozenset()  # listed, for the provider to defer
@@ -61,7 +62,7 @@ def attach_mcp(
     if search == "anthropic":
         names = frozenset(tool.name for tool in tools)
         return McpAttachment(clients, tuple(tools), catalog, True, provider_deferred=names)
-    pair: tuple[Tool, ...] = (ToolSearch.offering(catalog, list(servers)), ToolCall(catalog))
+    pair: tuple[Tool[Any], ...] = (ToolSearch.offering(catalog, list(servers)), ToolCall(catalog))
     return McpAttachment(clients, pair, catalog, deferred=True)
 
 
