@@ -147,11 +147,16 @@ def _diagnosed_copy(
     return copy
 
 
+def _uncached_of_second_call(session_dir: Path) -> int:
+    """The input tokens the session's second call neither read from nor wrote to the cache."""
+    lines = [json.loads(line) for line in (session_dir / "usage.jsonl").read_text().splitlines()]
+    return lines[1]["input_tokens"] - lines[1]["cached_tokens"] - lines[1]["cache_write_tokens"]
+
+
 def test_report_lists_calls_where_the_provider_and_the_monitor_disagree(
     tmp_path: Path, session_dir: Path
 ) -> None:
-    lines = [json.loads(line) for line in (session_dir / "usage.jsonl").read_text().splitlines()]
-    uncached = lines[1]["input_tokens"] - lines[1]["cached_tokens"] - lines[1]["cache_write_tokens"]
+    uncached = _uncached_of_second_call(session_dir)
     copy = _diagnosed_copy(
         tmp_path,
         session_dir,
@@ -189,8 +194,7 @@ def test_report_lists_calls_where_the_provider_and_the_monitor_disagree(
 def test_report_is_silent_when_the_provider_and_the_monitor_agree(
     tmp_path: Path, session_dir: Path
 ) -> None:
-    lines = [json.loads(line) for line in (session_dir / "usage.jsonl").read_text().splitlines()]
-    uncached = lines[1]["input_tokens"] - lines[1]["cached_tokens"] - lines[1]["cache_write_tokens"]
+    uncached = _uncached_of_second_call(session_dir)
     copy = _diagnosed_copy(
         tmp_path,
         session_dir,
