@@ -141,12 +141,13 @@ class Config(BaseSettings):
         "savings earlier prunes banked, as a share of what the history has cost so far.",
     )
     overhead_share: float | None = Field(
-        0.01,
+        None,
         ge=0,
         description="The most the optional overheads (the task-status tail, a 3-strike "
         "reboot) may add, as a share of what the session's requests have cost without them "
-        "so far: a short or error-heavy run is never much dearer than a plain chat (unset: "
-        "no limit, every request ends with the tail and a reboot is asked at once).",
+        "so far, e.g. 0.01: a short or error-heavy run is never much dearer than a plain chat. "
+        "Unset (the default): no limit, every request ends with the tail (R4.2) and a reboot "
+        "is asked at the third strike (R5.3).",
     )
     cache_expiry_s: float | None = Field(
         None,

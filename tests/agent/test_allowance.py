@@ -63,18 +63,18 @@ def run(tmp_path: Path, config: Config) -> ScriptedProvider:
     return provider
 
 
-def test_a_short_failing_run_has_no_tail_and_no_reboot_by_default(tmp_path: Path) -> None:
-    provider = run(tmp_path / "capped", Config(sandbox=False))
+def test_a_short_failing_run_has_no_tail_and_no_reboot_with_an_allowance(tmp_path: Path) -> None:
+    provider = run(tmp_path / "capped", Config(sandbox=False, overhead_share=0.01))
     assert [r.purpose for r in provider.requests] == ["main"] * 4
     assert not any(TAIL_HEADING in str(r.messages[-1]) for r in provider.requests)
 
 
-def test_without_a_limit_the_same_run_recites_and_reboots(tmp_path: Path) -> None:
+def test_by_default_the_same_run_recites_and_reboots(tmp_path: Path) -> None:
     answer = {"content": "The name is undefined; done."}
     provider = ScriptedProvider(
         [failing(), failing(), failing(), {"content": "HUMAN_HELP: no"}, answer]
     )
-    agent = Agent(provider, tmp_path / "ws", Config(sandbox=False, overhead_share=None))
+    agent = Agent(provider, tmp_path / "ws", Config(sandbox=False))
     assert agent.run("Probe python.").status == "completed"
     assert [r.purpose for r in provider.requests] == ["main"] * 3 + ["reboot", "main"]
     assert TAIL_HEADING in str(provider.requests[0].messages[-1])
@@ -89,7 +89,7 @@ def test_the_tail_comes_once_the_run_has_cost_enough(tmp_path: Path) -> None:
         for _ in range(6)
     ] + [{"content": "Listed them all, done."}]
     provider = ScriptedProvider(script)
-    agent = Agent(provider, tmp_path / "ws", Config(sandbox=False))
+    agent = Agent(provider, tmp_path / "ws", Config(sandbox=False, overhead_share=0.01))
     assert agent.run("List the sources.").status == "completed"
     tails = [TAIL_HEADING in str(r.messages[-1]) for r in provider.requests]
     assert not tails[0] and any(tails)
