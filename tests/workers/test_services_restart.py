@@ -178,7 +178,9 @@ import sys
 from contextengine.config import Config
 from contextengine.workers.engine import run_worker
 
-run_worker(Config(broker=sys.argv[1], worker_redelivery_s=3.0), lambda meta: None, 1)
+run_worker(
+    Config(broker=sys.argv[1], worker_redelivery_s=3.0), lambda meta: None, lambda d, p: None, 1
+)
 """
 
 
