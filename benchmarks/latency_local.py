@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from contextengine.agent.parts import AgentRecipe
 from contextengine.config import Config
 from contextengine.context.request import Request
 from contextengine.measure.replay import replay_engine
@@ -130,10 +131,13 @@ def requests_by_mode(
     call carries the step that follows it)."""
     counter = TokenCounter()
     out: dict[str, list[tuple[int, Request]]] = {}
-    for mode, settings in (("engine", config), ("full_history", Config(enabled=False))):
+    for mode, recipe in (
+        ("engine", AgentRecipe(config)),
+        ("full_history", AgentRecipe.plain_chat()),
+    ):
         out[mode] = [
             (c.step if c.step is not None else c.after_step + 1, c.request)
-            for c in replay_engine(trajectory, settings, counter)
+            for c in replay_engine(trajectory, recipe, counter)
         ]
     out["sliding_window"] = [
         (step, sliding_window(request))

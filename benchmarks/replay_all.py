@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contextengine.agent.parts import AgentRecipe
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.errors import ContextEngineError
 from contextengine.measure.policies import POLICIES
@@ -115,7 +116,7 @@ def main() -> None:
             if config is None:
                 row.results.append(baselines[label.removeprefix("baseline ")])
             else:
-                row.results.append(replayer.engine(config))
+                row.results.append(replayer.engine(AgentRecipe(config)))
         print(f"replayed {path.name} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     full = next(r for r in rows if r.label == "baseline full_history").results
     print(table(files, rows, full))

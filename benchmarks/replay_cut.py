@@ -20,7 +20,7 @@ from pathlib import Path
 
 from replay_all import DEFAULT_DIR, check_prices, paid_back
 
-from contextengine.config import Config
+from contextengine.agent.parts import AgentRecipe
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory, load_trajectory
@@ -82,7 +82,7 @@ def main() -> None:
             print(f"[{fraction:g}] {k}/{len(trajectories)} {name}", file=sys.stderr, flush=True)
             replayer = Replayer(cut(trajectory, fraction), prices=args.prices, counter=counter)
             full = replayer.baselines()["full_history"]
-            runs.append((name, replayer.engine(Config()), full))
+            runs.append((name, replayer.engine(AgentRecipe()), full))
         print(row(fraction, runs), flush=True)
 
 

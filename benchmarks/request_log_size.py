@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from contextengine import Config
+from contextengine.agent.parts import AgentRecipe
 from contextengine.agent.request_log import read_requests
 from contextengine.measure.replay import replay
 from contextengine.measure.trajectory import load_trajectory
@@ -41,7 +41,7 @@ def main() -> None:
 
         tempfile.TemporaryDirectory = keep_folder  # type: ignore[assignment,misc]
         try:
-            result = replay(load_trajectory(args.trajectory), Config())
+            result = replay(load_trajectory(args.trajectory), AgentRecipe())
         finally:
             tempfile.TemporaryDirectory = throwaway  # type: ignore[misc]
         session_dir = next(p.parent for p in kept.rglob("requests.jsonl"))

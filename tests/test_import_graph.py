@@ -218,41 +218,89 @@ CONFIG_READERS: dict[str, str] = {
     f"{ROOT}.server.app": "loads the server's Config and makes its agents with it",
     f"{ROOT}.agent.loop": "Agent(provider, workspace, config) and Agent.resume take one",
     f"{ROOT}.integrations.mirror": "ContextMirror(config=...) takes one (else loads it)",
-    f"{ROOT}.measure.replay": "replays a recording under a Config and its --flags",
 }
 """The modules that import ``contextengine.config``, and why; every other component gets
-its own settings (a frozen dataclass or a protocol of the fields it reads) from them."""
+its own settings (a frozen dataclass or a protocol of the fields it reads) from them, and a
+driver that makes agents without reading the config (the replay) holds an ``AgentRecipe``."""
+
+MOST_CONFIG_READERS = 6  # issue 34: "at most 6 modules import contextengine.config"
+
+
+def reads_config(name: str, path: Path) -> bool:
+    """Whether module ``name`` at ``path`` reaches ``contextengine.config``: imports it or a
+    name of it (under ``TYPE_CHECKING`` or not), takes a ``Config`` from any module of the
+    package (the facade, or one passing it on), reads ``Config`` as an attribute of an
+    imported module, or names the module in a string (``importlib.import_module``)."""
+    config = f"{ROOT}.config"
+    names = imported_names(name, path)
+    if any(
+        n == config or n.startswith(f"{config}.") or (n.startswith(ROOT) and n.endswith(".Config"))
+        for n in names
+    ):
+        return True
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bound = _names_bound_to_the_package(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value == config:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "Config":
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in bound:
+                return True
+    return False
+
+
+def _names_bound_to_the_package(tree: ast.Module) -> set[str]:
+    """The local names an import binds to a module or object of the package."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound.update(
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if alias.name.split(".")[0] == ROOT
+            )
+        elif isinstance(node, ast.ImportFrom) and (
+            node.level or (node.module or "").split(".")[0] == ROOT
+        ):
+            bound.update(alias.asname or alias.name for alias in node.names)
+    return bound
 
 
 def config_importers() -> set[str]:
-    """Modules (the root facade included) importing ``contextengine.config`` or its
-    ``Config`` through the facade, under ``TYPE_CHECKING`` or not."""
+    """Modules (the root facade included) that reach ``contextengine.config``."""
     modules = {**source_modules(), ROOT: SRC / ROOT / "__init__.py"}
-    config = f"{ROOT}.config"
-    return {
-        name
-        for name, path in modules.items()
-        if any(
-            n == config or n.startswith(f"{config}.") or n == f"{ROOT}.Config"
-            for n in imported_names(name, path)
-        )
-    }
+    return {name for name, path in modules.items() if reads_config(name, path)}
 
 
 def test_config_importers_are_counted_like_python_reads_them(tmp_path: Path) -> None:
     package = tmp_path / "pkg"
     package.mkdir()
-    (package / "a.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..config import Config\n"
+    ways = {
+        "typing": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from ..config import Config\n",
+        "facade": "from contextengine import Config\n",
+        "reexport": "from contextengine.agent.parts import Config as Settings\n",
+        "attribute": "from contextengine.agent import parts\nSettings = parts.Config\n",
+        "module": "import contextengine.agent.parts as p\nx: p.Config\n",
+        "string": "import importlib\nm = importlib.import_module('contextengine.config')\n",
+    }
+    for way, source in ways.items():
+        (package / f"{way}.py").write_text(source)
+        assert reads_config(f"{ROOT}.pkg.{way}", package / f"{way}.py"), f"{way} counts"
+    (package / "other.py").write_text(
+        "import uvicorn\nfrom contextengine import errors\nc = uvicorn.Config\n"
     )
-    names = imported_names(f"{ROOT}.pkg.a", package / "a.py")
-    assert f"{ROOT}.config" in names, "a TYPE_CHECKING import, relative, counts"
+    assert not reads_config(f"{ROOT}.pkg.other", package / "other.py"), "another Config"
 
 
 def test_only_the_assemblers_import_the_config() -> None:
     found = config_importers()
     assert found <= set(CONFIG_READERS), f"new importers: {sorted(found - set(CONFIG_READERS))}"
     assert found == set(CONFIG_READERS), "a module no longer needs it: drop its row"
+    assert len(CONFIG_READERS) <= MOST_CONFIG_READERS
 
 
 def test_providers_import_nothing_from_session() -> None:

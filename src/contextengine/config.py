@@ -423,6 +423,30 @@ class Config(BaseSettings):
         values = {**self.model_dump(), **changes}
         return _validate(values, {name: ("with_flags", False) for name in changes})
 
+    def with_flag_spec(self, spec: str, **options: Any) -> Config:
+        """A copy with ``name=value`` settings from ``spec`` (comma-separated; ``on`` / ``off``
+        for switches, e.g. ``diversity=off,history_mode=full``: ``replay --flags``) and then
+        ``options`` (settings given as their own command-line options; ``None`` = not given)."""
+        changes: dict[str, object] = {}
+        for item in filter(None, (part.strip() for part in spec.split(","))):
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise ConfigError(f"--flags: {item!r} is not name=value")
+            name = name.strip()
+            field = Config.model_fields.get(name)
+            if field is not None and field.annotation is bool:
+                changes[name] = _switch(name, value.strip())
+            else:
+                changes[name] = value.strip()
+        changes.update({k: v for k, v in options.items() if v is not None})
+        if not changes:
+            return self
+        try:
+            return self.with_flags(**changes)
+        except ConfigError as exc:
+            # name the command-line options, not the method that checked them
+            raise ConfigError("--flags: " + str(exc).split(": ", 1)[-1]) from None
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -531,6 +555,16 @@ def _read_file(path: Path) -> dict[str, Any]:
             f"config file {path}: expected a table of settings at the top level"
         ) from None
     return data
+
+
+def _switch(name: str, value: str) -> bool:
+    """A ``--flags`` switch's value: ``on``/``off`` and their usual spellings."""
+    lowered = value.lower()
+    if lowered in {"on", "true", "yes", "1"}:
+        return True
+    if lowered in {"off", "false", "no", "0"}:
+        return False
+    raise ConfigError(f"--flags: {name}={value!r}: expected on or off")
 
 
 def _validate(data: dict[str, Any], origins: Mapping[str, _Origin]) -> Config:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from contextengine import Config
+from contextengine.agent.parts import AgentRecipe
 from contextengine.measure.accounting import CacheAccountant
 from contextengine.measure.playback import ReplayCall
 from contextengine.measure.policies import POLICIES, SUMMARY_BUDGET_TOKENS, Policy, Preview
@@ -68,7 +68,9 @@ def run(
 
 @cache
 def plain_calls(data: str) -> tuple[ReplayCall, ...]:
-    return tuple(replay_engine(parse_trajectory(json.loads(data)), Config(enabled=False), COUNTER))
+    return tuple(
+        replay_engine(parse_trajectory(json.loads(data)), AgentRecipe.plain_chat(), COUNTER)
+    )
 
 
 def play(name: str, data: dict[str, Any], window: int = 200_000) -> list[ReplayCall]:

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from contextengine import Config
+from contextengine.agent.parts import AgentRecipe
 from contextengine.measure.playback import SHARED_OBSERVATION
 from contextengine.measure.replay import Replayer, replay
 from contextengine.measure.trajectory import Trajectory, load_trajectory, parse_trajectory
@@ -206,8 +207,8 @@ def test_flags_and_history_modes_change_the_engine_not_the_baselines(tmp_path: P
 
 def test_replay_is_deterministic() -> None:
     recording = load_trajectory(TEXT_SAMPLE)
-    first = replay(recording, Config()).as_dict()
-    second = replay(recording, Config()).as_dict()
+    first = replay(recording, AgentRecipe()).as_dict()
+    second = replay(recording, AgentRecipe()).as_dict()
     assert first == second
 
 
@@ -218,7 +219,7 @@ def test_sliding_window_keeps_system_task_and_at_most_eight_messages(
     from contextengine.measure.sliding_window import sliding_window
     from contextengine.measure.tokens import TokenCounter
 
-    calls = replay_engine(parse_trajectory(multi_round), Config(enabled=False), TokenCounter())
+    calls = replay_engine(parse_trajectory(multi_round), AgentRecipe.plain_chat(), TokenCounter())
     for call in calls:
         window = sliding_window(call.request)
         messages = window.messages
@@ -259,7 +260,7 @@ def test_a_recorded_todo_tool_is_the_plan_the_tail_recites(tmp_path: Path) -> No
             {"assistant": "The bug is fixed in a.py.", "observation": ""},
         ],
     }
-    replay(parse_trajectory(data, "todo"), Config(overhead_share=None), dump=tmp_path)
+    replay(parse_trajectory(data, "todo"), AgentRecipe(Config(overhead_share=None)), dump=tmp_path)
     tails = [
         json.loads((tmp_path / f"request-{n:04d}.json").read_text())["messages"][-1]["content"]
         for n in range(4)
@@ -278,7 +279,7 @@ def test_refs_name_artifacts_where_a_live_session_keeps_them() -> None:
     from contextengine.measure.tokens import TokenCounter
     from contextengine.session.layout import new_session_id
 
-    calls = replay_engine(load_trajectory(NATIVE_SAMPLE), Config(), TokenCounter())
+    calls = replay_engine(load_trajectory(NATIVE_SAMPLE), AgentRecipe(), TokenCounter())
     texts = [json.dumps(call.request.messages) for call in calls]
     refs = [t for t in texts if "compressed_ref" in t]
     assert refs, "the sample has outputs over the externalizing size"
@@ -313,7 +314,9 @@ def _shell_run(observations: list[tuple[str, str]]) -> dict[str, Any]:
 def test_recorded_searches_that_found_nothing_are_no_strikes(silent: str) -> None:
     greps = [(f"grep -n 'def parse{k}' src/app.py", silent) for k in range(4)]
     # no overhead limit: a strike would reboot at once, so none may be counted
-    figures = Replayer(parse_trajectory(_shell_run(greps))).engine(Config(overhead_share=None))
+    figures = Replayer(parse_trajectory(_shell_run(greps))).engine(
+        AgentRecipe(Config(overhead_share=None))
+    )
     assert figures.side_calls == ()
 
 
@@ -325,7 +328,9 @@ def test_recorded_failures_with_a_message_or_of_other_commands_still_strike() ->
         [("./check.sh", silent)] * 3,  # not a search: its status 1 is a failure
         [("grep -n x src/app.py", "<returncode>2</returncode>\n<output>\n</output>")] * 3,
     ):
-        figures = Replayer(parse_trajectory(_shell_run(run))).engine(Config(overhead_share=None))
+        figures = Replayer(parse_trajectory(_shell_run(run))).engine(
+            AgentRecipe(Config(overhead_share=None))
+        )
         assert [s["purpose"] for s in figures.side_calls] == ["reboot"], run
 
 
@@ -375,7 +380,7 @@ def test_only_prunes_a_charged_request_carried_are_reported() -> None:
         prune_max_payback=1000,
         prune_keep_recent=0,
     )
-    prunes = Replayer(trajectory).engine(eager).prunes
+    prunes = Replayer(trajectory).engine(AgentRecipe(eager)).prunes
     assert len(prunes) > 5
     assert all(p["remaining_steps"] >= 1 for p in prunes)
 
@@ -384,7 +389,7 @@ def test_the_engine_prunes_at_the_cache_prices_the_replay_charges() -> None:
     trajectory = _reading_parts(40, 60, model="deepseek/deepseek-chat")
     # DeepSeek reads its cache at a quarter of the input price and has no write premium,
     # so a prune pays back far sooner than at Sonnet's tenth and 1.25
-    assert Replayer(trajectory).engine(Config()).prunes
-    assert not Replayer(trajectory, prices="claude-sonnet").engine(Config()).prunes
+    assert Replayer(trajectory).engine(AgentRecipe()).prunes
+    assert not Replayer(trajectory, prices="claude-sonnet").engine(AgentRecipe()).prunes
     chosen = Config(cache_read_price=0.1, cache_write_price=1.25)
-    assert not Replayer(trajectory).engine(chosen).prunes, "the config's prices win"
+    assert not Replayer(trajectory).engine(AgentRecipe(chosen)).prunes, "the config's prices win"

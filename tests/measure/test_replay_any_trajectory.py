@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contextengine.agent.parts import AgentRecipe
 from contextengine.config import Config
 from contextengine.measure.replay import replay
 from contextengine.measure.trajectory import parse_trajectory
@@ -85,7 +86,7 @@ def trajectories(draw: st.DrawFn) -> dict[str, Any]:
 @given(data=trajectories(), window=st.sampled_from([200_000, 3_000]))
 def test_any_trajectory_replays_with_only_intended_breaks(data: dict[str, Any], window: int):
     trajectory = parse_trajectory(data, "generated")
-    result = replay(trajectory, Config(context_window=window, keep_rounds=1))
+    result = replay(trajectory, AgentRecipe(Config(context_window=window, keep_rounds=1)))
     assert result.engine.steps == len(data["steps"]), "every recorded step is played once"
     causes = {b["cause"] for b in result.engine.cache_breaks}
     assert causes <= {"prune", "compaction"}

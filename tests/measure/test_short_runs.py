@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from contextengine import Config
+from contextengine.agent.parts import AgentRecipe
 from contextengine.compress.compaction import SUMMARY_HEADING, summary_tokens
 from contextengine.measure.recall import request_text
 from contextengine.measure.replay import Replayer, replay_engine
@@ -34,7 +35,7 @@ def cut(trajectory: Trajectory, fraction: float) -> Trajectory:
 def ratio(trajectory: Trajectory, config: Config) -> float:
     replayer = Replayer(trajectory, counter=COUNTER)
     full = replayer.baselines()["full_history"]
-    return replayer.engine(config).input_cost_usd / full.input_cost_usd
+    return replayer.engine(AgentRecipe(config)).input_cost_usd / full.input_cost_usd
 
 
 def test_the_fixtures_are_short_error_heavy_runs_without_a_prompt_to_cache() -> None:
@@ -64,7 +65,7 @@ def test_the_engines_replayed_summary_is_the_archived_spans_identifiers_within_i
     sample = Path(__file__).resolve().parents[2] / "examples" / "trajectories"
     run = load_trajectory(sample / "msa1_gemini3pro_sympy__sympy-19637.json")
     config = Config(context_window=5000)
-    calls = replay_engine(run, config, COUNTER)
+    calls = replay_engine(run, AgentRecipe(config), COUNTER)
     summaries = [c for c in calls if c.cost.purpose == "summary"]
     assert summaries
     for call in summaries:

@@ -8,11 +8,11 @@ the same object: the compactor sizes history with the gauge the agent's calls up
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from contextengine.agent.allowance import Allowance
 from contextengine.agent.compaction import Compactor
@@ -26,7 +26,7 @@ from contextengine.compress.delta import shown_results
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import ObservationProcessor
 from contextengine.compress.prune import Pruner, PruneSettings
-from contextengine.config import Config
+from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.context.builder import BuilderSettings, ContextBuilder
 from contextengine.context.tokens import count_tokens
 from contextengine.errors import ConfigError
@@ -37,6 +37,7 @@ from contextengine.memory.working_memory import MEMORY_FILES, WorkingMemory
 from contextengine.prices import CachePolicy
 from contextengine.providers.base import Provider
 from contextengine.session.folders import create_session
+from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
 from contextengine.session.meta import ProviderChoice
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
@@ -56,7 +57,7 @@ from contextengine.tools.registry import Toolset, default_toolset
 from contextengine.tools.search_backend import search_backend
 from contextengine.tools.web_http import WebPolicy
 from contextengine.tools.web_search import WebSearch
-from contextengine.types import ToolCall
+from contextengine.types import HistoryMode, ToolCall
 
 if TYPE_CHECKING:
     from contextengine.tools.mcp.attach import McpAttachment
@@ -241,6 +242,87 @@ class AgentParts:
             parent=self.session.id,
             # the MCP tools this agent's provider defers, deferred alike (the same tools bytes)
             deferred_tools=self.builder.deferred_tools,
+        )
+
+
+@dataclass(frozen=True)
+class AgentRecipe:
+    """One config as a driver that assembles agents without reading it (the replay) holds
+    it: the parts, session and builder made under it, and the settings a report names."""
+
+    config: Config = field(default_factory=Config)
+
+    @classmethod
+    def load(cls, path: Path | None, spec: str, **options: Any) -> AgentRecipe:
+        """The config file at ``path`` (and the environment) with ``spec``'s and
+        ``options``' settings over them (``Config.with_flag_spec``: ``replay --flags``)."""
+        return cls(Config.load(path).with_flag_spec(spec, **options))
+
+    @classmethod
+    def plain_chat(cls) -> AgentRecipe:
+        """Every component off: a plain append-only chat, nothing compressed."""
+        return cls(Config(enabled=False))
+
+    @property
+    def context_window(self) -> int:
+        """The context window in tokens (compaction's trigger)."""
+        return self.config.context_window
+
+    @property
+    def history_mode(self) -> HistoryMode:
+        """The history mode in force (``full`` with every component off)."""
+        return self.config.effective_history_mode
+
+    @property
+    def flags(self) -> dict[str, bool]:
+        """Each component's switch as in force, in ``COMPONENT_FLAGS`` order."""
+        flags = self.config.flags
+        return {name: getattr(flags, name) for name in COMPONENT_FLAGS}
+
+    def parts(
+        self,
+        provider: Provider,
+        workspace: Path,
+        *,
+        session: Session,
+        tools: ToolRunner,
+        min_steps: int = 0,
+    ) -> AgentParts:
+        """``AgentParts.defaults`` under this config, with at least ``min_steps`` steps a turn."""
+        config = self.config
+        if min_steps > config.max_steps:
+            config = config.with_flags(max_steps=min_steps)
+        return AgentParts.defaults(provider, workspace, config, session=session, tools=tools)
+
+    def scratch_session(
+        self, workspace: Path, session_id: str, protocol: Literal["native", "text"]
+    ) -> Session:
+        """A throwaway session (not durable, not in the config's store) where a session of
+        ``workspace`` sits in the default layout (the config's org and team)."""
+        config = self.config
+        layout = SessionLayout.under(
+            workspace / DEFAULT_ROOT_NAME, config.org, config.team, workspace.name, session_id
+        )
+        return Session.create(
+            layout.directory,
+            session_id=session_id,
+            style=RenderStyle(protocol, config.flags.diversity),
+            durable=False,
+        )
+
+    def builder(
+        self,
+        system_prompt: str,
+        tools: Sequence[ToolSpec | Mapping[str, Any]],
+        project_root: Path,
+    ) -> ContextBuilder:
+        """A builder under this config's settings for ``system_prompt`` and ``tools`` as
+        given (no default prompt, no text-protocol instructions)."""
+        return ContextBuilder(
+            system_prompt=system_prompt,
+            tools=tools,
+            project_root=project_root,
+            settings=self.config.settings(BuilderSettings),
         )
 
 

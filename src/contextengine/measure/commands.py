@@ -63,14 +63,15 @@ def replay_command(
     config: ConfigFileOption = None,
 ) -> None:
     """Replay a recorded run through the engine and compare it with the baselines."""
-    from contextengine.measure.replay import load_settings, replay
+    from contextengine.agent.parts import AgentRecipe
+    from contextengine.measure.replay import replay
     from contextengine.measure.trajectory import load_trajectory
     from contextengine.prices import prices_fell_back, prices_for, replay_prices
 
     recording = load_trajectory(trajectory)
     priced_as = replay_prices(prices, recording.model)
     prices_for(priced_as)  # one line, before any work
-    settings = load_settings(
+    recipe = AgentRecipe.load(
         config, flags, history_mode=history_mode, context_window=context_window
     )
     if prices_fell_back(prices, recording.model):  # said once the inputs are known good
@@ -79,10 +80,10 @@ def replay_command(
             f"priced as {priced_as} (choose with --prices)\n"
         )
     if as_json:
-        result = replay(recording, settings, name=str(trajectory), prices=prices, dump=dump)
+        result = replay(recording, recipe, name=str(trajectory), prices=prices, dump=dump)
         sys.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
         return
-    replay_at = partial(replay, recording, settings, name=str(trajectory), prices=prices, dump=dump)
+    replay_at = partial(replay, recording, recipe, name=str(trajectory), prices=prices, dump=dump)
     result = _with_progress(replay_at, len(recording.steps))
     out = Console(highlight=False, soft_wrap=True)
     out.print(_replay_table(result))
@@ -131,7 +132,7 @@ def _replay_table(result: ReplayResult) -> Table:
         **{n: result.baselines[n].rounded() for n in _COLUMNS},
     }
     table = Table(
-        title=f"replay {result.trajectory} ({result.config.effective_history_mode} history, "
+        title=f"replay {result.trajectory} ({result.recipe.history_mode} history, "
         f"{result.prices} prices)",
         title_justify="left",
     )

@@ -26,6 +26,7 @@ from contextengine.errors import ProviderError
 from contextengine.measure.accounting import CacheAccountant, CallCost
 from contextengine.measure.summaries import identifier_summary
 from contextengine.measure.trajectory import RecordedStep, Trajectory
+from contextengine.prices import CachePolicy
 from contextengine.providers.base import StreamingProvider
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.classify import exit_statuses, without_exit_statuses
@@ -180,6 +181,7 @@ class ReplayProvider(StreamingProvider):
         *,
         model: str = "replay",
         on_step: Callable[[int], None] | None = None,
+        priced_as: str | None = None,
     ) -> None:
         self.model = model
         self.script = script
@@ -187,6 +189,12 @@ class ReplayProvider(StreamingProvider):
         self.calls: list[ReplayCall] = []
         self._on_step = on_step
         self._last_step = -1
+        self._priced_as = priced_as
+
+    @property
+    def cache_policy(self) -> CachePolicy:
+        """The cache prices of the model the replay charges (``priced_as``, else ``model``)."""
+        return CachePolicy.of_model(self._priced_as or self.model, self.cache_lifetime_s)
 
     def stream(self, request: Request) -> Iterator[ReplyEvent]:
         """Answer ``request`` from the recording (a main request) or a template (a side call)."""

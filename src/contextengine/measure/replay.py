@@ -15,15 +15,13 @@ from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from contextengine.agent.events import PruneEvent
 from contextengine.agent.loop import Agent
-from contextengine.agent.parts import AgentParts
+from contextengine.agent.parts import AgentRecipe
 from contextengine.canonical import canonical_json
-from contextengine.config import COMPONENT_FLAGS, Config
-from contextengine.context.builder import BuilderSettings, ContextBuilder
-from contextengine.errors import ConfigError, ContextEngineError
+from contextengine.errors import ContextEngineError
 from contextengine.measure.accounting import CacheAccountant
 from contextengine.measure.playback import (
     RecordedTools,
@@ -40,15 +38,12 @@ from contextengine.measure.tokens import TokenCounter
 from contextengine.measure.trajectory import Trajectory
 from contextengine.prices import (
     RECORDED,
-    CachePolicy,
     priced_model,
     prices_fell_back,
     prices_for,
     replay_prices,
 )
-from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout, new_session_id
-from contextengine.session.render import RenderStyle
-from contextengine.session.session import Session
+from contextengine.session.layout import new_session_id
 from contextengine.untrusted import JSONObject
 
 StepCallback = Callable[[str, int], None]
@@ -128,11 +123,11 @@ class StrategyResult:
 
 @dataclass(frozen=True)
 class ReplayResult:
-    """The engine's figures and the baselines', for one recording and one config."""
+    """The engine's figures and the baselines', for one recording and one engine recipe."""
 
     trajectory: str
     model: str
-    config: Config
+    recipe: AgentRecipe
     prices: str
     engine: StrategyResult
     baselines: dict[str, StrategyResult]
@@ -145,9 +140,9 @@ class ReplayResult:
             "model": self.model,
             "prices": self.prices,
             "prices_fallback": self.prices_fallback,
-            "history_mode": self.config.effective_history_mode,
-            "context_window": self.config.context_window,
-            "flags": {name: getattr(self.config.flags, name) for name in COMPONENT_FLAGS},
+            "history_mode": self.recipe.history_mode,
+            "context_window": self.recipe.context_window,
+            "flags": dict(self.recipe.flags),
             **self.engine.as_dict(),
             "baselines": {name: r.as_dict() for name, r in self.baselines.items()},
         }
@@ -155,7 +150,7 @@ class ReplayResult:
 
 def replay(
     trajectory: Trajectory,
-    config: Config | None = None,
+    recipe: AgentRecipe | None = None,
     *,
     name: str = "",
     prices: str = RECORDED,
@@ -163,15 +158,16 @@ def replay(
     dump: Path | None = None,
     on_step: StepCallback | None = None,
 ) -> ReplayResult:
-    """Replay ``trajectory`` with ``config`` and with the baselines; ``dump`` writes the
-    engine's requests (``request-%04d.json``) and side calls (``side-%04d.json``)."""
-    config = config if config is not None else Config()
-    replayer = Replayer(trajectory, prices=prices, counter=counter, window=config.context_window)
-    engine = replayer.engine(config, dump=dump, on_step=_tagged(on_step, "engine"))
+    """Replay ``trajectory`` with the engine as ``recipe`` makes it (default: all defaults)
+    and with the baselines; ``dump`` writes the engine's requests (``request-%04d.json``)
+    and side calls (``side-%04d.json``)."""
+    recipe = recipe if recipe is not None else AgentRecipe()
+    replayer = Replayer(trajectory, prices=prices, counter=counter, window=recipe.context_window)
+    engine = replayer.engine(recipe, dump=dump, on_step=_tagged(on_step, "engine"))
     return ReplayResult(
         trajectory=name,
         model=trajectory.model,
-        config=config,
+        recipe=recipe,
         prices=replayer.prices,
         engine=engine,
         baselines=replayer.baselines(on_step=_tagged(on_step, "full_history")),
@@ -180,7 +176,7 @@ def replay(
 
 
 class Replayer:
-    """One recording, replayed under several configs; the baselines are computed once."""
+    """One recording, replayed under several recipes; the baselines are computed once."""
 
     def __init__(
         self,
@@ -192,7 +188,7 @@ class Replayer:
     ) -> None:
         self.trajectory = trajectory
         # the context window the policies' triggers see (the default config's unless given)
-        self.window = window if window is not None else Config().context_window
+        self.window = window if window is not None else AgentRecipe().context_window
         self.counter = counter or TokenCounter()
         self.prices = replay_prices(prices, trajectory.model)  # "recorded" resolved
         self._figures = _Figures(trajectory, self.counter, self.prices)
@@ -200,33 +196,26 @@ class Replayer:
 
     def engine(
         self,
-        config: Config,
+        recipe: AgentRecipe,
         *,
         dump: Path | None = None,
         on_step: Callable[[int], None] | None = None,
     ) -> StrategyResult:
-        """The engine's figures under ``config`` (``dump``: write its requests there)."""
+        """The engine's figures as ``recipe`` makes it (``dump``: write its requests there).
+        Pruning weighs the cache prices of the model this replay charges (not always the
+        recorded one: ``--prices claude-sonnet``) where the config sets none."""
         prunes: list[PruneEvent] = []
         calls = replay_engine(
             self.trajectory,
-            self._priced(config),
+            recipe,
             self.counter,
             on_step=on_step,
             on_prune=prunes.append,
+            priced_as=priced_model(self.prices),
         )
         if dump is not None:
             write_dump(self.trajectory, calls, dump)
         return self._figures.of(calls, prunes)
-
-    def _priced(self, config: Config) -> Config:
-        """``config`` with pruning's cache prices, where it leaves them unset, those of the
-        model this replay charges (not always the recorded one: ``--prices claude-sonnet``)."""
-        cache = CachePolicy.of_model(priced_model(self.prices)).overridden(
-            read_price=config.cache_read_price, write_price=config.cache_write_price
-        )
-        return config.with_flags(
-            cache_read_price=cache.read_price, cache_write_price=cache.write_price
-        )
 
     def baselines(
         self, *, on_step: Callable[[int], None] | None = None
@@ -235,7 +224,7 @@ class Replayer:
         (computed on first use)."""
         if self._baselines is None:
             plain = replay_engine(
-                self.trajectory, Config(enabled=False), self.counter, on_step=on_step
+                self.trajectory, AgentRecipe.plain_chat(), self.counter, on_step=on_step
             )
             accountant = CacheAccountant(self.counter)
             window = [
@@ -258,64 +247,49 @@ class Replayer:
 
 def replay_engine(
     trajectory: Trajectory,
-    config: Config,
+    recipe: AgentRecipe,
     counter: TokenCounter,
     *,
     on_step: Callable[[int], None] | None = None,
     on_prune: Callable[[PruneEvent], None] | None = None,
+    priced_as: str | None = None,
 ) -> list[ReplayCall]:
-    """Play ``trajectory`` through a real ``Agent`` with ``config``; every charged call
-    (``on_prune`` sees each pruning, its ``step`` the recorded step it came before)."""
+    """Play ``trajectory`` through a real ``Agent`` as ``recipe`` makes it; every charged
+    call (``on_prune`` sees each pruning, its ``step`` the recorded step it came before;
+    ``priced_as``: the model whose cache prices the provider reports, else the recorded one)."""
     script = ReplayScript(trajectory)
     provider = ReplayProvider(
-        script, CacheAccountant(counter), model=trajectory.model or "replay", on_step=on_step
+        script,
+        CacheAccountant(counter),
+        model=trajectory.model or "replay",
+        on_step=on_step,
+        priced_as=priced_as,
     )
     protocol: Literal["native", "text"] = "native" if trajectory.native_calls else "text"
-    # every recorded step is one model call; leave room for retries and reboots
-    steps = max(config.max_steps, 2 * len(trajectory.steps) + 10)
-    settings = config.with_flags(max_steps=steps)
+    # The session goes where a live session of the default layout sits, under an id of a
+    # live id's length: its artifact paths, which refs and stubs name on every later
+    # request, are as long as a live session's.
+    sid = trajectory.digest[: len(new_session_id())]
     with tempfile.TemporaryDirectory(prefix="contextengine-replay-") as tmp:
         workspace = Path(tmp) / "workspace"
-        session = _replay_session(trajectory, settings, workspace, protocol)
-        with closing(session):
-            parts = AgentParts.defaults(
+        with closing(recipe.scratch_session(workspace, sid, protocol)) as session:
+            parts = recipe.parts(
                 provider,
                 workspace,
-                settings,
                 session=session,
                 tools=RecordedTools(trajectory, script),
+                # every recorded step is one model call; leave room for retries and reboots
+                min_steps=2 * len(trajectory.steps) + 10,
             )
             # The recorded run's own system prompt and tools are L1, verbatim: the agent's
             # default prompt (and the text protocol's instructions) were not part of it.
-            builder = ContextBuilder(
-                system_prompt=trajectory.system,
-                tools=trajectory.tool_specs if protocol == "native" else (),
-                project_root=parts.workspace,
-                settings=settings.settings(BuilderSettings),
+            builder = recipe.builder(
+                trajectory.system,
+                trajectory.tool_specs if protocol == "native" else (),
+                parts.workspace,
             )
             _play(Agent.from_parts(replace(parts, builder=builder)), script, on_prune)
     return provider.calls
-
-
-def _replay_session(
-    trajectory: Trajectory,
-    settings: Config,
-    workspace: Path,
-    protocol: Literal["native", "text"],
-) -> Session:
-    """A new session for the replay, where a live session of the default layout sits,
-    under an id of a live id's length: its artifact paths, which refs and stubs name on
-    every later request, are as long as a live session's."""
-    sid = trajectory.digest[: len(new_session_id())]
-    layout = SessionLayout.under(
-        workspace / DEFAULT_ROOT_NAME, settings.org, settings.team, workspace.name, sid
-    )
-    return Session.create(
-        layout.directory,
-        session_id=sid,
-        style=RenderStyle(protocol, settings.flags.diversity),
-        durable=False,
-    )
 
 
 def _play(
@@ -468,46 +442,6 @@ def write_dump(trajectory: Trajectory, calls: Sequence[ReplayCall], directory: P
         (directory / name).write_text(
             json.dumps(body, ensure_ascii=False, indent=1), encoding="utf-8"
         )
-
-
-def load_settings(path: Path | None, spec: str, **options: Any) -> Config:
-    """The settings of a replay: the config file at ``path`` (and the environment), with
-    ``spec``'s and ``options``' settings over them (as ``apply_flags``)."""
-    return apply_flags(Config.load(path), spec, **options)
-
-
-def apply_flags(config: Config, spec: str, **options: Any) -> Config:
-    """``config`` with ``name=value`` settings from ``spec`` (comma-separated; ``on`` /
-    ``off`` for switches, e.g. ``diversity=off,history_mode=full``) and then ``options``
-    (settings given as their own command-line options; ``None`` = not given)."""
-    changes: dict[str, object] = {}
-    for item in filter(None, (part.strip() for part in spec.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--flags: {item!r} is not name=value")
-        name = name.strip()
-        field = Config.model_fields.get(name)
-        if field is not None and field.annotation is bool:
-            changes[name] = _switch(name, value.strip())
-        else:
-            changes[name] = value.strip()
-    changes.update({k: v for k, v in options.items() if v is not None})
-    if not changes:
-        return config
-    try:
-        return config.with_flags(**changes)
-    except ConfigError as exc:
-        # name the command-line options, not the method that checked them
-        raise ConfigError("--flags: " + str(exc).split(": ", 1)[-1]) from None
-
-
-def _switch(name: str, value: str) -> bool:
-    lowered = value.lower()
-    if lowered in {"on", "true", "yes", "1"}:
-        return True
-    if lowered in {"off", "false", "no", "0"}:
-        return False
-    raise ConfigError(f"--flags: {name}={value!r}: expected on or off")
 
 
 def _tagged(callback: StepCallback | None, tag: str) -> Callable[[int], None] | None:
