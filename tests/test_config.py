@@ -96,6 +96,31 @@ def test_with_flags_validates():
         Config().with_flags(recitaton=False)
 
 
+def test_a_flag_spec_sets_switches_and_settings_then_the_options():
+    spec = "diversity=off, history_mode=full,overhead_share=0.01,keep_rounds=9"
+    c = Config().with_flag_spec(spec, keep_rounds=2, context_window=None)
+    assert not c.flags.diversity and c.history_mode == "full" and c.overhead_share == 0.01
+    assert c.keep_rounds == 2, "an option given on its own wins over the spec"
+    assert c.context_window == Config().context_window, "None: the option was not given"
+    assert Config().with_flag_spec("scrub=ON").flags.scrub
+    plain = Config()
+    assert plain.with_flag_spec(" , ") is plain
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("diversity", "^--flags: 'diversity' is not name=value$"),
+        ("diversity=maybe", "^--flags: diversity='maybe': expected on or off$"),
+        ("nonsense=1", "^--flags: unknown setting 'nonsense'"),
+        ("keep_rounds=-1", "^--flags: setting 'keep_rounds'"),
+    ],
+)
+def test_a_bad_flag_spec_names_the_command_line_option(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        Config().with_flag_spec(spec)
+
+
 def test_a_bad_value_is_blamed_on_the_source_it_came_from(tmp_path):
     config = tmp_path / "c.toml"
     config.write_text("keep_rounds = 3\nmax_retries = 2\n")

@@ -6,6 +6,9 @@ from pathlib import Path
 import pytest
 
 from contextengine import Agent, AgentParts, Config, ContextBuilder, ScriptedProvider
+from contextengine.agent.parts import AgentRecipe
+from contextengine.config import COMPONENT_FLAGS
+from contextengine.session.layout import DEFAULT_ROOT_NAME
 from contextengine.tools.registry import Toolset
 from contextengine.tools.shell import ShellExec
 
@@ -32,6 +35,42 @@ def test_the_pruner_prices_the_cache_as_the_providers_model_does(tmp_path: Path)
     local = AgentParts.defaults(ScriptedProvider([ANSWER]), tmp_path / "local", Config())
     cache = local.pruner.cache
     assert (cache.read_price, cache.write_price) == (0.1, 1.25), "unknown: Anthropic's"
+
+
+def test_a_recipe_names_the_settings_in_force() -> None:
+    plain = AgentRecipe.plain_chat()
+    assert plain.history_mode == "full" and plain.context_window == Config().context_window
+    assert list(plain.flags) == list(COMPONENT_FLAGS) and not any(plain.flags.values())
+    small = AgentRecipe(Config(context_window=9000, history_mode="compressed", scrub=False))
+    assert (small.context_window, small.history_mode) == (9000, "compressed")
+    assert not small.flags["scrub"] and small.flags["diversity"]
+
+
+def test_a_recipe_loads_a_file_with_the_flags_over_it(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("keep_rounds = 4\ndiversity = false\n")
+    recipe = AgentRecipe.load(path, "diversity=on", context_window=8000, history_mode=None)
+    assert recipe.config.keep_rounds == 4 and recipe.flags["diversity"]
+    assert recipe.context_window == 8000 and recipe.config.history_mode == Config().history_mode
+
+
+def test_a_recipe_makes_a_scratch_session_parts_and_a_verbatim_builder(tmp_path: Path) -> None:
+    recipe = AgentRecipe(Config(max_steps=5, org="acme", team="core", diversity=False))
+    workspace = tmp_path / "ws"
+    session = recipe.scratch_session(workspace, "s1", "text")
+    expected = workspace / DEFAULT_ROOT_NAME / "acme" / "core" / "ws" / "s1"
+    assert session.directory == expected and session.id == "s1"
+    assert session.style.protocol == "text" and not session.style.diversity
+    tools = Toolset([ShellExec()])
+    provider = ScriptedProvider([ANSWER])
+    few = recipe.parts(provider, workspace, session=session, tools=tools, min_steps=3)
+    assert few.config.max_steps == 5 and few.session is session, "the config's steps suffice"
+    many = recipe.parts(provider, workspace, session=session, tools=tools, min_steps=40)
+    assert many.config.max_steps == 40
+    builder = recipe.builder("Recorded prompt.", tools.specs(), few.workspace)
+    request = builder.build(session)
+    assert request.messages[0]["content"] == "Recorded prompt.", "no text-protocol wrapping"
+    assert tuple(t["function"]["name"] for t in request.tools) == tools.names
 
 
 def test_with_closes_the_log_and_the_session_resumes(tmp_path: Path) -> None:
