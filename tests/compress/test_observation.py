@@ -320,3 +320,26 @@ def test_absolute_forms_take_only_the_room_given_and_skip_non_paths() -> None:
     assert absolute_forms(names, "/Users/me/p", 15) == ["/Users/me/p/src/a.py", *names[1:]]
     assert working_dir({"command": "ls", "cwd": "relative/dir"}) is None
     assert working_dir({"command": "cd /srv/app; make"}) == "/srv/app"
+
+
+def _parallel_listing() -> tuple[str, list[str]]:
+    """An ``ls -R`` of a tree with 300 parallel locale folders, then test folders, then short names."""
+    locales = [f"/repo/proj/conf/locale/l{i:03d}/LC_MESSAGES" for i in range(300)]
+    tests = [
+        f"/repo/proj/tests/case_{name}_models" for name in ("unmanaged", "proxy", "nonimported")
+    ]
+    lines = [
+        line for path in [*locales, *tests] for line in (f"{path}:", "django.po  django.mo", "")
+    ]
+    return "\n".join([*lines, *["a.po  b.mo"] * 80]), tests  # the preview's tail: short names
+
+
+def test_an_index_too_long_for_its_room_folds_parallel_paths_and_reaches_later_names(
+    h: Harness,
+) -> None:
+    text, tests = _parallel_listing()
+    obs = h.processor().process(1, "Bash", {"command": "ls -R /repo"}, ToolOutcome.ok(text))
+    index = obs.live.split("Names in the full output: ", 1)[1]
+    assert "repo/proj/conf/locale/{l005,l006," in index and "l299}/LC_MESSAGES" in index
+    assert all(name.split("_")[1] in index for name in tests), "the names after them fit too"
+    assert " more)" not in index

@@ -25,6 +25,7 @@ from contextengine.compress.externalize import (
     Externalizer,
     over_threshold,
 )
+from contextengine.compress.path_fold import fold_parallel_paths
 from contextengine.toolkit.base import ObservationKind, ToolOutcome
 from contextengine.toolkit.classify import error_tail
 from contextengine.toolkit.traits import Compressor, ToolTraits
@@ -166,8 +167,10 @@ class ObservationProcessor:
         The index lists the names new to this session (in no observation history holds,
         nor in the preview), so the model knows what the artifact holds without reading it;
         a name that is part of a longer listed one is held by it and not listed again.
-        When all of them fit and the call says the folder it ran in, relative paths get
-        their absolute form too, as far as the room allows (it holds the relative one).
+        When they do not all fit, paths that differ in one folder are written once
+        (``fold_parallel_paths``). When all of them fit and the call says the folder it ran
+        in, relative paths get their absolute form too, as far as the room allows (it holds
+        the relative one).
         """
         head = [
             ref.to_json(),
@@ -181,6 +184,10 @@ class ObservationProcessor:
         room -= len("\n".join([*head, *error])) + 1
         label = "Names in the full output: "
         index = name_list(label, fresh, MAX_INDEXED_NAMES, room)
+        if index.endswith(" more)"):
+            # not all fit: parallel paths written once leave room for the names after them
+            fresh = fold_parallel_paths(fresh)
+            index = name_list(label, fresh, MAX_INDEXED_NAMES, room)
         base = working_dir(arguments)
         if base is not None and index and not index.endswith(" more)"):
             # every name fits: the room left gives relative paths their absolute form too
