@@ -134,6 +134,15 @@ class Config(BaseSettings):
         description="Unresolved recent errors the task-status tail lists, one line each, when "
         "it recites in full (0: none; seed 001 maxPreservedErrors).",
     )
+    recite_after_chars: int = Field(
+        24_000,
+        ge=0,
+        description="History (characters since the task's start or the last compaction) "
+        "the model keeps in its recent view: shorter, the objective, the plan call and "
+        "errors are all in view, so the task-status tail is the one-line focus, and after "
+        "a high-risk call the plan (steps and focus, R8.2); longer, the full status is "
+        "recited (R4.2). 0: always the full status.",
+    )
     prune_risk_share: float = Field(
         0.02,
         ge=0,

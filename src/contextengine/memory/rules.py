@@ -210,10 +210,12 @@ class RuleState:
     open_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
     recent_errors: list[RecentError] = field(default_factory=list)
     notes: set[tuple[str, str]] = field(default_factory=set)
+    history_chars: int = 0  # the rendered history's size since the start or a compaction
 
     def observe(self, record: LogRecord) -> None:
         """Fold one appended record into the counters."""
         entry = record.entry
+        self._measure(record)
         if isinstance(entry, UserEntry):
             if self.first_user_text is None:
                 self.first_user_text = entry.text
@@ -240,6 +242,13 @@ class RuleState:
             # What compaction archived is out of sight: let the plan and notes come back.
             self.plan_in_view = False
             self.notes.clear()
+
+    def _measure(self, record: LogRecord) -> None:
+        """Grow ``history_chars`` by the record's rendering as the model sees it; a
+        compaction's summary restarts it (what it archived left the view)."""
+        size = sum(len(chunk) for chunk in record.chunks)
+        restart = isinstance(record.entry, SummaryEntry)
+        self.history_chars = size if restart else self.history_chars + size
 
     def _tool_result(self, entry: ToolResultEntry) -> None:
         call = self.open_calls.pop(entry.call_id, None)
