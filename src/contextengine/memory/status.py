@@ -149,14 +149,17 @@ class TailRecital:
         ``in_view``: the history is short enough that the objective, the model's own plan
         call and any error are all in its recent view: nothing is due but the plan after
         a high-risk call (``_in_view_plan``; a plan call in the same batch shows it
-        already); a change waits, recited once the history is out of view."""
+        already), and the status counts as recited; once out of view, the first full
+        recital is the one due then (periodic, naming the memory folder, high-risk)."""
         full = task_status(plan, first_user_text, plannable=self._plannable)
         if in_view:
             self._turn_started = False
+            if high_risk and not just_written:
+                return self._in_view_plan(plan, full, iteration)
+            self._full = full  # in view, so as good as recited
             if just_written:
-                self._full, self._full_at = full, iteration
-                return None
-            return self._in_view_plan(plan, full, iteration) if high_risk else None
+                self._full_at = iteration
+            return None
         stale = iteration - self._full_at >= FULL_EVERY
         recitable = self._recitable(plan)
         opening = self._turn_started
