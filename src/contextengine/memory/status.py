@@ -148,18 +148,12 @@ class TailRecital:
         ``high_risk``: the request follows a high-risk call, so it is due (R8.2).
         ``in_view``: the history is short enough that the objective, the model's own plan
         call and any error are all in its recent view: nothing is due but the plan after
-        a high-risk call (``_in_view_plan``; a plan call in the same batch shows it
+        a high-risk call (``_in_view``; a plan call in the same batch shows it
         already), and the status counts as recited; once out of view, the first full
         recital is the one due then (periodic, naming the memory folder, high-risk)."""
         full = task_status(plan, first_user_text, plannable=self._plannable)
         if in_view:
-            self._turn_started = False
-            if high_risk and not just_written:
-                return self._in_view_plan(plan, full, iteration)
-            self._full = full  # in view, so as good as recited
-            if just_written:
-                self._full_at = iteration
-            return None
+            return self._in_view(plan, full, iteration, just_written, high_risk)
         stale = iteration - self._full_at >= FULL_EVERY
         recitable = self._recitable(plan)
         opening = self._turn_started
@@ -185,10 +179,19 @@ class TailRecital:
             return said + errors_block(errors) + (memory if iteration == self._named_at else "")
         return None
 
-    def _in_view_plan(self, plan: Plan, full: str, iteration: int) -> str | None:
-        """After a high-risk call in a short history: the plan, its steps and focus
-        (R8.2), without the objective, errors or memory folder the history holds in view
-        (``None`` when there is nothing else to say)."""
+    def _in_view(
+        self, plan: Plan, full: str, iteration: int, just_written: bool, high_risk: bool
+    ) -> str | None:
+        """``recital`` in a short history: after a high-risk call the plan, its steps
+        and focus (R8.2), without the objective, errors or memory folder the history holds
+        in view (``None`` when there is nothing else to say); else nothing, the status
+        counting as recited."""
+        self._turn_started = False
+        if not high_risk or just_written:
+            self._full = full  # in view, so as good as recited
+            if just_written:
+                self._full_at = iteration
+            return None
         self._full, self._full_at = full, iteration
         said = task_status(plan, None, plannable=self._plannable, objective=False)
         return None if said == HEADING else said
