@@ -152,22 +152,19 @@ def test_recent_errors_are_kept_until_the_same_action_succeeds(tmp_path: Path) -
     ]
 
 
-def test_history_chars_is_the_rendered_history_since_the_last_compaction(tmp_path: Path) -> None:
+def test_history_chars_is_the_rendered_history_in_view(tmp_path: Path) -> None:
     session = _session(tmp_path)
     session.append(UserEntry(text="Fix it."))
-    session.append(
-        AssistantEntry(
-            text="Looking.",
-            tool_calls=(ToolCallRecord(id="c1", name="file_read", arguments_json="{}"),),
-        )
-    )
+    call = ToolCallRecord(id="c1", name="file_read", arguments_json="{}")
+    session.append(AssistantEntry(text="Looking.", tool_calls=(call,)))
     session.append(
         ToolResultEntry(call_id="c1", tool_name="file_read", status="success", content="x" * 500)
     )
-    rendered = sum(len(chunk) for record in session.records for chunk in record.chunks)
-    assert _fold(session).history_chars == rendered > 500
-    session.append(
-        SummaryEntry(text="Earlier: a read.", archive="a.md", first_index=0, end_index=3)
-    )
+    session.append(AssistantEntry(text="Done reading."))
+    sizes = [sum(len(c) for c in record.chunks) for record in session.records]
+    assert _fold(session).history_chars == sum(sizes) > 500
+    summary = SummaryEntry(text="Earlier: a read.", archive="a.md", first_index=1, end_index=3)
+    session.append(summary)
     state = _fold(session)
-    assert 0 < state.history_chars == sum(len(c) for c in session.records[-1].chunks) < 100
+    kept = sizes[0] + sizes[3] + sum(len(c) for c in session.records[-1].chunks)
+    assert state.history_chars == kept < 500, "the summary replaces the read and its call"

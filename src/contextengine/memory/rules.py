@@ -210,7 +210,8 @@ class RuleState:
     open_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
     recent_errors: list[RecentError] = field(default_factory=list)
     notes: set[tuple[str, str]] = field(default_factory=set)
-    history_chars: int = 0  # the rendered history's size since the start or a compaction
+    history_chars: int = 0  # the rendered size of the history in view
+    _sizes: dict[int, int] = field(default_factory=dict, repr=False)  # record index -> size
 
     def observe(self, record: LogRecord) -> None:
         """Fold one appended record into the counters."""
@@ -245,10 +246,16 @@ class RuleState:
 
     def _measure(self, record: LogRecord) -> None:
         """Grow ``history_chars`` by the record's rendering as the model sees it; a
-        compaction's summary restarts it (what it archived left the view)."""
+        compaction's summary takes the place of the records it archives (and of the
+        earlier summaries it absorbs). A pruned result is still counted whole: the
+        history is taken for longer than it is, so the status is recited sooner."""
+        entry = record.entry
+        if isinstance(entry, SummaryEntry):
+            for index in (*range(entry.first_index, entry.end_index), *entry.absorbs):
+                self.history_chars -= self._sizes.pop(index, 0)
         size = sum(len(chunk) for chunk in record.chunks)
-        restart = isinstance(record.entry, SummaryEntry)
-        self.history_chars = size if restart else self.history_chars + size
+        self._sizes[record.index] = size
+        self.history_chars += size
 
     def _tool_result(self, entry: ToolResultEntry) -> None:
         call = self.open_calls.pop(entry.call_id, None)
