@@ -2,8 +2,8 @@
 
 The same 25-step task (todo, ls, write, read, a run that fails, edits, tests that fail
 then pass, a README; ``fwbench/script.py``) is driven through a plain append-only chat
-loop, contextengine (default tools; the peers' six baseline tools; ``context_window=5000``,
-which forces a compaction) and pydantic-ai, openai-agents, smolagents and deepagents (default and, where the framework
+loop, contextengine (default tools; the peers' six baseline tools; ``context_window=5000`` and
+``8000``, which force a compaction) and pydantic-ai, openai-agents, smolagents and deepagents (default and, where the framework
 has one, a compacting configuration), all against one local fake OpenAI Chat Completions
 server that logs every request body and answers from the script. Cost comes from the
 logged bodies (``fwbench/cost.py``): cached = the leading part equal to the same run's
@@ -83,6 +83,11 @@ SETUPS: tuple[Setup, ...] = (
         "contextengine/window-5k",
         "contextengine",
         local=lambda url, ws: run_contextengine(url, ws, context_window=5000),
+    ),
+    Setup(
+        "contextengine/window-8k",
+        "contextengine",
+        local=lambda url, ws: run_contextengine(url, ws, context_window=8000),
     ),
     Setup("pydantic-ai", "baseline", driver="pydantic_ai_driver.py"),
     Setup("pydantic-ai/compact-4k", "baseline", driver="pydantic_ai_driver.py", mode="compact"),

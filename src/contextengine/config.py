@@ -134,6 +134,16 @@ class Config(BaseSettings):
         description="Unresolved recent errors the task-status tail lists, one line each, when "
         "it recites in full (0: none; seed 001 maxPreservedErrors).",
     )
+    recite_after_chars: int = Field(
+        24_000,
+        ge=0,
+        description="How long the history in view (characters of its rendering; a "
+        "compaction's summary in place of what it archived) grows while the task-status tail "
+        "stays brief: shorter, the objective, the plan call and errors are in the model's "
+        "recent view, so the tail is the one-line focus and, after a high-risk call, the "
+        "plan (steps and focus, R8.2); longer, the full status is recited (R4.2). 0: the "
+        "full status whenever it is due.",
+    )
     prune_risk_share: float = Field(
         0.02,
         ge=0,

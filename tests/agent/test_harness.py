@@ -40,7 +40,12 @@ def todo(*items: tuple[str, str]) -> dict:
 
 def make_agent(tmp_path: Path, script, config: Config | None = None, **kwargs):
     provider = ScriptedProvider(script)
-    agent = Agent(provider, tmp_path / "ws", config or Config(overhead_share=None), **kwargs)
+    agent = Agent(
+        provider,
+        tmp_path / "ws",
+        config or Config(overhead_share=None, recite_after_chars=0),
+        **kwargs,
+    )
     return agent, provider
 
 
@@ -340,7 +345,7 @@ def test_a_resumed_session_keeps_its_counters_and_plan(tmp_path):
             {"content": "The probe fails because undefined_name is never defined."},
         ]
     )
-    resumed = Agent.resume(session_dir, later, Config(overhead_share=None))
+    resumed = Agent.resume(session_dir, later, Config(overhead_share=None, recite_after_chars=0))
     assert resumed.run("Go on.").status == "completed"
     assert [r.purpose for r in later.requests] == ["main", "reboot", "main"]
     assert "[>] 1 Probe python" in later.requests[0].messages[-1]["content"]
@@ -394,7 +399,9 @@ def test_lessons_reach_the_next_session_and_a_broken_injector_is_skipped(tmp_pat
 def test_flags_switch_the_harness_parts_off(tmp_path):
     script = [{"content": "Nothing to do in this workspace today."}]
     quiet, provider = make_agent(
-        tmp_path / "a", list(script), Config(overhead_share=None, working_memory=False)
+        tmp_path / "a",
+        list(script),
+        Config(overhead_share=None, recite_after_chars=0, working_memory=False),
     )
     quiet.run("Hello.")
     assert not any((quiet.session_dir / n).exists() for n in MEMORY_FILES)
@@ -432,7 +439,7 @@ def test_the_model_can_read_and_edit_its_memory_files_by_path(tmp_path):
         return {"content": "I set the goal by editing task_plan.md directly."}
 
     provider = ScriptedProvider(script)
-    agent = Agent(provider, tmp_path / "ws", Config(overhead_share=None))
+    agent = Agent(provider, tmp_path / "ws", Config(overhead_share=None, recite_after_chars=0))
     events = list(agent.stream("Set a goal."))
     plan_updates = [e for e in events if isinstance(e, MemoryUpdate) and e.file == "task_plan.md"]
     assert "Edited by the model" in plan_updates[-1].content
@@ -456,7 +463,9 @@ def test_the_tail_lists_unresolved_errors_when_it_recites_in_full(tmp_path):
     assert "\nRecent errors (unresolved):\n- shell_exec python3 -c " in tail
 
     quiet, provider = make_agent(
-        tmp_path / "q", list(script), Config(overhead_share=None, max_preserved_errors=0)
+        tmp_path / "q",
+        list(script),
+        Config(overhead_share=None, recite_after_chars=0, max_preserved_errors=0),
     )
     quiet.run("Probe python.")
     assert "Recent errors" not in main_requests(provider)[-1].messages[-1]["content"]

@@ -113,13 +113,14 @@ class _Zap(_Peek):
     traits: ClassVar[ToolTraits] = ToolTraits(category="exec", risk="high", action_key="target")
 
 
-def _agent(tmp_path: Path, script: list[dict]) -> Agent:
+def _agent(tmp_path: Path, script: list[dict], recite_after_chars: int = 0) -> Agent:
+    """An agent with the default tools, ``peek`` and ``zap``; by default a long history's
+    tail policy (``recite_after_chars=0``: the full status whenever it is due)."""
     base = with_memory_tools(default_toolset())
     tools = [t for name in base.names if (t := base.get(name)) is not None]
     toolset = Toolset([*tools, _Peek(), _Zap()])
-    return Agent(
-        ScriptedProvider(script), tmp_path / "ws", Config(overhead_share=None), tools=toolset
-    )
+    config = Config(overhead_share=None, recite_after_chars=recite_after_chars)
+    return Agent(ScriptedProvider(script), tmp_path / "ws", config, tools=toolset)
 
 
 def _step(name: str) -> dict:
@@ -189,9 +190,12 @@ def test_without_a_plan_tool_a_status_names_the_memory_folder_once_findings_are_
     tmp_path: Path,
 ) -> None:
     provider = ScriptedProvider([_step("peek"), _step("peek"), {"content": "Nothing new here."}])
-    Agent(provider, tmp_path / "ws", Config(overhead_share=None), tools=Toolset([_Peek()])).run(
-        "Look around."
-    )
+    Agent(
+        provider,
+        tmp_path / "ws",
+        Config(overhead_share=None, recite_after_chars=0),
+        tools=Toolset([_Peek()]),
+    ).run("Look around.")
     requests = [r.messages for r in provider.requests if r.purpose == "main"]
     assert requests[0][-1]["content"] == "Look around.", "nothing to recite: the task was just said"
     assert requests[1][-1]["role"] == "tool", "no line repeating nothing new"
@@ -210,16 +214,13 @@ def test_without_a_plan_tool_a_status_names_the_memory_folder_once_findings_are_
     Agent(
         with_plan,
         tmp_path / "ws2",
-        Config(overhead_share=None),
+        Config(overhead_share=None, recite_after_chars=0),
         tools=Toolset([_Peek(), todo_write]),
     ).run("Look around.")
     assert with_plan.requests[1].messages[-1]["content"] == "No plan yet."
 
 
-def test_the_request_after_a_high_risk_call_recites_the_full_status(tmp_path: Path) -> None:
-    """R8.2: the plan is re-read before the next decision after a high-risk call (the
-    built-in shell_exec or any tool declaring high risk), even when the plan was recited
-    a few steps before and only the focus line would be due."""
+def _zap_script() -> list[dict]:
     plan = {
         "name": "todo_write",
         "arguments": {
@@ -238,7 +239,14 @@ def test_the_request_after_a_high_risk_call_recites_the_full_status(tmp_path: Pa
         {"content": "Running.", "tool_calls": [shell]},
         {"content": "All zapped and checked."},
     ]
-    agent = _agent(tmp_path, script)
+    return script
+
+
+def test_the_request_after_a_high_risk_call_recites_the_full_status(tmp_path: Path) -> None:
+    """R8.2: the plan is re-read before the next decision after a high-risk call (the
+    built-in shell_exec or any tool declaring high risk), even when the plan was recited
+    a few steps before and only the focus line would be due."""
+    agent = _agent(tmp_path, _zap_script())
     agent.run("Zap the target.")
     provider = agent.provider
     assert isinstance(provider, ScriptedProvider)
@@ -248,3 +256,35 @@ def test_the_request_after_a_high_risk_call_recites_the_full_status(tmp_path: Pa
     assert "## Task status" in after_zap and "2 Zap the target" in after_zap
     assert "Zap the target" not in after_peek, "a low-risk call is followed by the focus"
     assert "## Task status" in after_shell and "2 Zap the target" in after_shell
+
+
+def test_a_short_history_ends_with_the_focus_and_with_the_plan_after_a_high_risk_call(
+    tmp_path: Path,
+) -> None:
+    """While the history is shorter than ``recite_after_chars`` the objective, the plan
+    call and the errors are in view: the tail is the focus line, and after a high-risk
+    call the plan, its steps and focus (R8.2), without the objective."""
+    agent = _agent(tmp_path, _zap_script(), recite_after_chars=24_000)
+    agent.run("Zap the target.")
+    provider = agent.provider
+    assert isinstance(provider, ScriptedProvider)
+    tails = [str(r.messages[-1]["content"]) for r in provider.requests]
+    assert tails[1:3] == ["Focus: step 1"] * 2, "the plan call and the task are in view"
+    plan = "## Task status\n[>] 1 Look around\n[ ] 2 Zap the target\nFocus: step 1"
+    assert tails[3] == plan, "after zap: the plan alone"
+    assert tails[4] == "Focus: step 1", "a low-risk call is followed by the focus"
+    assert tails[5] == plan, "after shell_exec: the plan again"
+    assert not any("Objective" in t or "Memory files" in t for t in tails)
+
+
+def test_a_history_longer_than_recite_after_chars_gets_the_full_status(tmp_path: Path) -> None:
+    """Out of recent view, the changed status is recited in full, objective included."""
+    agent = _agent(tmp_path, _zap_script(), recite_after_chars=600)
+    agent.run("Zap the target.")
+    provider = agent.provider
+    assert isinstance(provider, ScriptedProvider)
+    tails = [str(r.messages[-1]["content"]) for r in provider.requests]
+    assert tails[1] == "Focus: step 1", "the model's own plan call counts as recited"
+    assert tails[2].startswith("## Task status\nObjective: Zap the target.\n[>] 1 Look around")
+    assert "\nMemory files: " in tails[2], "the folder is named with the first full status"
+    assert tails[3].startswith("## Task status\nObjective: "), "after zap (R8.2)"

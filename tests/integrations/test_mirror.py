@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from contextengine import Config
 from contextengine.integrations.mirror import (
-    RECITE_AFTER_CHARS,
     ContextMirror,
     MissingIntegration,
     require,
@@ -95,7 +94,7 @@ def test_a_todo_list_becomes_the_task_status_tail_once_it_is_out_of_view(tmp_pat
         messages += [_call(f"r{n}", "run", "{}"), _result(f"r{n}", "ran")]
         view = mirror.view(messages)
         assert view[-1]["role"] == "tool", "the plan is close by: the request is left as is"
-    far = "x" * RECITE_AFTER_CHARS
+    far = "x" * Config().recite_after_chars
     messages += [_call("far", "run", "{}"), _result("far", far)]
     view = mirror.view(messages)
     assert view[-1]["role"] == "user" and view[-1]["content"].startswith(TAIL)

@@ -265,11 +265,17 @@ def test_a_recorded_todo_tool_is_the_plan_the_tail_recites(tmp_path: Path) -> No
         json.loads((tmp_path / f"request-{n:04d}.json").read_text())["messages"][-1]["content"]
         for n in range(4)
     ]
-    assert (
-        tails[0].endswith("task_plan.md, findings.md, progress.md.") and "No plan yet." in tails[0]
-    )
+    # a short history (Config.recite_after_chars): the focus line; the memory folder is
+    # named with the first full status, once the history is long
+    assert tails[0] == "No plan yet."
     assert tails[1] == "Focus: step 2", "the recorded list, just before, names the step"
     assert tails[2] == tails[3] == "Focus: step 2", "the step's text is in view already"
+    long = tmp_path / "long"
+    replay(
+        parse_trajectory(data, "todo"), Config(overhead_share=None, recite_after_chars=0), dump=long
+    )
+    first = json.loads((long / "request-0000.json").read_text())["messages"][-1]["content"]
+    assert first.endswith("task_plan.md, findings.md, progress.md.") and "No plan yet." in first
 
 
 def test_refs_name_artifacts_where_a_live_session_keeps_them() -> None:

@@ -8,6 +8,7 @@ from contextengine.memory.status import (
     FULL_EVERY,
     NO_PLAN,
     OBJECTIVE_CHARS,
+    REPORT,
     TAIL_STEPS,
     TailRecital,
     objective_of,
@@ -184,3 +185,32 @@ def test_a_long_objective_is_cut_to_its_first_words() -> None:
     objective = objective_of("Port the parser to the new grammar, " * 10)
     assert len(objective) == OBJECTIVE_CHARS and objective.endswith("…")
     assert objective.startswith("Port the parser to the new grammar, Port")
+
+
+def test_in_view_the_tail_is_the_focus_and_after_a_high_risk_call_the_plan() -> None:
+    """A short history holds the objective, the plan call and the errors in view: no
+    full status is due but the plan after a high-risk call; once out of view, the full
+    status comes when it is due (here: the memory folder was never named)."""
+    recital = TailRecital()
+    assert recital.tail(Plan(), "Build it.", 0, where="ws/s1", in_view=True) == NO_PLAN
+    plan = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Run", status="in_progress"),)),))
+    errors = ["shell_exec make: exit code 2"]
+    assert recital.tail(plan, "Build it.", 1, errors, in_view=True) == "Focus: step 1"
+    after_risk = recital.tail(plan, "Build it.", 2, errors, high_risk=True, in_view=True)
+    assert after_risk == "## Task status\n[>] 1 Run\nFocus: step 1"
+    assert recital.tail(plan, "Build it.", 3 + FULL_EVERY, in_view=True) == "Focus: step 1"
+    done = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Run", status="done"),)),))
+    assert recital.tail(done, "Build it.", 9 + FULL_EVERY, in_view=True) == REPORT
+    out = recital.tail(done, "Build it.", 10 + FULL_EVERY, where="ws/s1")
+    assert out.startswith("## Task status\nObjective: Build it.\n[x] 1 Run")
+    assert out.endswith("Memory files: ws/s1/ task_plan.md, findings.md, progress.md.")
+
+
+def test_a_status_said_in_view_is_not_recited_when_the_history_grows_past_it() -> None:
+    """What was in view counts as recited: a session that cannot plan, whose status never
+    changed, gets no recital of its objective once the history is long (as before)."""
+    recital = TailRecital(plannable=False)
+    assert recital.tail(Plan(), "Fix it.", 0, in_view=True) is None
+    assert recital.tail(Plan(), "Fix it.", 3, in_view=True) is None
+    assert recital.tail(Plan(), "Fix it.", 12) is None
+    assert recital.tail(Plan(), "Fix it.", 13, ["shell_exec x: exit code 1"]) is None

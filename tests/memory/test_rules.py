@@ -15,8 +15,10 @@ from contextengine.memory.rules import (
 from contextengine.session.entries import (
     AssistantEntry,
     ReminderEntry,
+    SummaryEntry,
     ToolCallRecord,
     ToolResultEntry,
+    UserEntry,
 )
 from contextengine.tools.memory import with_memory_tools
 from contextengine.tools.registry import default_toolset
@@ -148,3 +150,21 @@ def test_recent_errors_are_kept_until_the_same_action_succeeds(tmp_path: Path) -
     assert [str(e) for e in _fold(session).recent_errors] == [
         "shell_exec make lint: E501 line too long"
     ]
+
+
+def test_history_chars_is_the_rendered_history_in_view(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    session.append(UserEntry(text="Fix it."))
+    call = ToolCallRecord(id="c1", name="file_read", arguments_json="{}")
+    session.append(AssistantEntry(text="Looking.", tool_calls=(call,)))
+    session.append(
+        ToolResultEntry(call_id="c1", tool_name="file_read", status="success", content="x" * 500)
+    )
+    session.append(AssistantEntry(text="Done reading."))
+    sizes = [sum(len(c) for c in record.chunks) for record in session.records]
+    assert _fold(session).history_chars == sum(sizes) > 500
+    summary = SummaryEntry(text="Earlier: a read.", archive="a.md", first_index=1, end_index=3)
+    session.append(summary)
+    state = _fold(session)
+    kept = sizes[0] + sizes[3] + sum(len(c) for c in session.records[-1].chunks)
+    assert state.history_chars == kept < 500, "the summary replaces the read and its call"

@@ -59,6 +59,7 @@ class HarnessSettings:
     memory_git: bool = False
     context_window: int = 200_000
     max_preserved_errors: int = 5
+    recite_after_chars: int = 24_000
 
     @property
     def any_rule(self) -> bool:
@@ -90,7 +91,11 @@ def default_rules(
         PlanRecitation(ctx, plan_tokens) if reminders else None,
         TwoActionRule(ctx) if reminders else None,
         ThreeStrikeRule(ctx, plan_tokens) if reminders else None,
-        TaskStatusTail(ctx, config.max_preserved_errors) if config.recitation else None,
+        (
+            TaskStatusTail(ctx, config.max_preserved_errors, config.recite_after_chars)
+            if config.recitation
+            else None
+        ),
         LongTermIndex(ctx, longterm) if longterm is not None else None,
         MemoryVersions(ctx, versions) if versions is not None else None,
     ]

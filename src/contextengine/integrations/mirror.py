@@ -52,9 +52,6 @@ from contextengine.tools.todo import TODO_TOOL_NAMES, todo_items
 
 ERROR_STATUS = "status"
 """Key an adapter may set to ``"error"`` on a neutral tool message: the call failed (kept verbatim)."""
-RECITE_AFTER_CHARS = 24_000
-"""How far (characters of messages) the plan must be behind the end before it is recited:
-closer, it is still in the model's recent view."""
 
 
 class MissingIntegration(ContextEngineError):
@@ -226,7 +223,8 @@ class ContextMirror:
 
         The framework's requests are left as they are otherwise: right after the model's
         own todo call the plan ends the request already (it counts as recited), and within
-        ``RECITE_AFTER_CHARS`` of where the plan was last in view reciting it again would
+        ``Config.recite_after_chars`` (characters of messages) of where the plan was last
+        in view, the model's recent view, reciting it again would
         only be paid for.
         """
         if not self._plan.steps or not self._config.flags.recitation:
@@ -235,7 +233,7 @@ class ContextMirror:
             self._since_plan = 0
             self._recital.recital(self._plan, self._first_user, self._iterations, just_written=True)
             return None
-        if self._since_plan < RECITE_AFTER_CHARS:
+        if self._since_plan < self._config.recite_after_chars:
             return None
         tail = self._recital.recital(self._plan, self._first_user, self._iterations)
         if tail is not None:

@@ -210,10 +210,13 @@ class RuleState:
     open_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
     recent_errors: list[RecentError] = field(default_factory=list)
     notes: set[tuple[str, str]] = field(default_factory=set)
+    history_chars: int = 0  # the rendered size of the history in view
+    _sizes: dict[int, int] = field(default_factory=dict, repr=False)  # record index -> size
 
     def observe(self, record: LogRecord) -> None:
         """Fold one appended record into the counters."""
         entry = record.entry
+        self._measure(record)
         if isinstance(entry, UserEntry):
             if self.first_user_text is None:
                 self.first_user_text = entry.text
@@ -240,6 +243,19 @@ class RuleState:
             # What compaction archived is out of sight: let the plan and notes come back.
             self.plan_in_view = False
             self.notes.clear()
+
+    def _measure(self, record: LogRecord) -> None:
+        """Grow ``history_chars`` by the record's rendering as the model sees it; a
+        compaction's summary takes the place of the records it archives (and of the
+        earlier summaries it absorbs). A pruned result is still counted whole: the
+        history is taken for longer than it is, so the status is recited sooner."""
+        entry = record.entry
+        if isinstance(entry, SummaryEntry):
+            for index in (*range(entry.first_index, entry.end_index), *entry.absorbs):
+                self.history_chars -= self._sizes.pop(index, 0)
+        size = sum(len(chunk) for chunk in record.chunks)
+        self._sizes[record.index] = size
+        self.history_chars += size
 
     def _tool_result(self, entry: ToolResultEntry) -> None:
         call = self.open_calls.pop(entry.call_id, None)

@@ -131,6 +131,7 @@ class TailRecital:
         where: str | None = None,
         objective_is_request: bool = False,
         high_risk: bool = False,
+        in_view: bool = False,
     ) -> str | None:
         """The full status when it is due at ``iteration`` (model calls so far), else
         ``None``. It is due when it changed, while a step is open every ``FULL_EVERY``
@@ -144,8 +145,15 @@ class TailRecital:
         session that cannot plan gives it once it asks the model to use the files).
         ``objective_is_request``: the objective is the turn's request, so a turn's first
         request, which ends with that message, leaves it out (recited all the same).
-        ``high_risk``: the request follows a high-risk call, so it is due (R8.2)."""
+        ``high_risk``: the request follows a high-risk call, so it is due (R8.2).
+        ``in_view``: the history is short enough that the objective, the model's own plan
+        call and any error are all in its recent view: nothing is due but the plan after
+        a high-risk call (``_in_view``; a plan call in the same batch shows it
+        already), and the status counts as recited; once out of view, the first full
+        recital is the one due then (periodic, naming the memory folder, high-risk)."""
         full = task_status(plan, first_user_text, plannable=self._plannable)
+        if in_view:
+            return self._in_view(plan, full, iteration, just_written, high_risk)
         stale = iteration - self._full_at >= FULL_EVERY
         recitable = self._recitable(plan)
         opening = self._turn_started
@@ -171,6 +179,23 @@ class TailRecital:
             return said + errors_block(errors) + (memory if iteration == self._named_at else "")
         return None
 
+    def _in_view(
+        self, plan: Plan, full: str, iteration: int, just_written: bool, high_risk: bool
+    ) -> str | None:
+        """``recital`` in a short history: after a high-risk call the plan, its steps
+        and focus (R8.2), without the objective, errors or memory folder the history holds
+        in view (``None`` when there is nothing else to say); else nothing, the status
+        counting as recited."""
+        self._turn_started = False
+        if not high_risk or just_written:
+            self._full = full  # in view, so as good as recited
+            if just_written:
+                self._full_at = iteration
+            return None
+        self._full, self._full_at = full, iteration
+        said = task_status(plan, None, plannable=self._plannable, objective=False)
+        return None if said == HEADING else said
+
     def tail(
         self,
         plan: Plan,
@@ -182,13 +207,14 @@ class TailRecital:
         where: str | None = None,
         objective_is_request: bool = False,
         high_risk: bool = False,
+        in_view: bool = False,
     ) -> str | None:
         """The tail of the request made at ``iteration``: the full status when it is due
         (``recital``), else one line, the focus: the steps were recited unchanged, or are
         the model's own plan call just before (no heading and no step text: the line is
         paid uncached on every such request), never after a high-risk call
         (``high_risk``); ``None`` while a session that cannot plan
-        has no plan and nothing new to say."""
+        has no plan and nothing new to say. ``in_view``: see ``recital``."""
         full = self.recital(
             plan,
             first_user_text,
@@ -198,6 +224,7 @@ class TailRecital:
             where=where,
             objective_is_request=objective_is_request,
             high_risk=high_risk,
+            in_view=in_view,
         )
         if full is not None:
             return full

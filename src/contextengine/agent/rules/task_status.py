@@ -15,6 +15,12 @@ class TaskStatusTail(Rule):
     is all that is new); a full recital lists up to ``max_errors`` unresolved recent
     errors (seed 001 ``maxPreservedErrors``).
 
+    While the history is shorter than ``in_view_chars`` (``Config.recite_after_chars``)
+    the objective, the model's own plan call and every error are in its recent view, where
+    reciting them would only be paid for: the tail is the focus line, and after a
+    high-risk call the plan alone (steps and focus). Lost-in-the-middle, what the full
+    status is for, grows with the history's length.
+
     A plan every step of which was finished when a turn began is not that turn's plan:
     until the model writes another, the tail gives the turn's request as the objective
     and says there is no plan, instead of telling the model that all is done.
@@ -34,10 +40,11 @@ class TaskStatusTail(Rule):
     a safety rule, not a reminder: it is paid whatever the allowance holds.
     """
 
-    def __init__(self, ctx: HarnessContext, max_errors: int = 0) -> None:
+    def __init__(self, ctx: HarnessContext, max_errors: int = 0, in_view_chars: int = 0) -> None:
         super().__init__(ctx)
         self._recital = TailRecital(plannable=ctx.plannable)
         self._max_errors = max_errors
+        self._in_view_chars = in_view_chars
         self._finished: Plan | None = None  # the plan that was all done when the turn began
         self._request = ""  # the turn's user text
         self._risk_ran = False  # a call of the batch under way is high-risk
@@ -83,6 +90,7 @@ class TaskStatusTail(Rule):
             where=self._memory_folder(),
             objective_is_request=not plan.goal and objective_text in state.unanswered,
             high_risk=self._after_risk,
+            in_view=state.history_chars < self._in_view_chars,
         )
         if tail is not None and allowance is not None:
             allowance.pay(count_tokens(tail))
