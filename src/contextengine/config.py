@@ -141,7 +141,8 @@ class Config(BaseSettings):
         "compaction's summary in place of what it archived) grows while the task-status tail "
         "stays brief: shorter, the objective, the plan call and errors are in the model's "
         "recent view, so the tail is the one-line focus and, after a high-risk call, the "
-        "plan (steps and focus, R8.2); longer, the full status is recited (R4.2). 0: the "
+        "full status (objective, steps and focus, R8.2); longer, with errors and the memory "
+        "folder as due (R4.2). 0: the "
         "full status whenever it is due.",
     )
     prune_risk_share: float = Field(

@@ -263,18 +263,21 @@ def test_a_short_history_ends_with_the_focus_and_with_the_plan_after_a_high_risk
 ) -> None:
     """While the history is shorter than ``recite_after_chars`` the objective, the plan
     call and the errors are in view: the tail is the focus line, and after a high-risk
-    call the plan, its steps and focus (R8.2), without the objective."""
+    call the full status, objective, steps and focus (R8.2), without the memory folder."""
     agent = _agent(tmp_path, _zap_script(), recite_after_chars=24_000)
     agent.run("Zap the target.")
     provider = agent.provider
     assert isinstance(provider, ScriptedProvider)
     tails = [str(r.messages[-1]["content"]) for r in provider.requests]
     assert tails[1:3] == ["Focus: step 1"] * 2, "the plan call and the task are in view"
-    plan = "## Task status\n[>] 1 Look around\n[ ] 2 Zap the target\nFocus: step 1"
-    assert tails[3] == plan, "after zap: the plan alone"
+    plan = (
+        "## Task status\nObjective: Zap the target.\n"
+        "[>] 1 Look around\n[ ] 2 Zap the target\nFocus: step 1"
+    )
+    assert tails[3] == plan, "after zap: the full status"
     assert tails[4] == "Focus: step 1", "a low-risk call is followed by the focus"
     assert tails[5] == plan, "after shell_exec: the plan again"
-    assert not any("Objective" in t or "Memory files" in t for t in tails)
+    assert not any("Memory files" in t for t in tails)
 
 
 def test_a_history_longer_than_recite_after_chars_gets_the_full_status(tmp_path: Path) -> None:

@@ -271,9 +271,8 @@ def test_a_recorded_todo_tool_is_the_plan_the_tail_recites(tmp_path: Path) -> No
     assert tails[1] == "Focus: step 2", "the recorded list, just before, names the step"
     assert tails[2] == tails[3] == "Focus: step 2", "the step's text is in view already"
     long = tmp_path / "long"
-    replay(
-        parse_trajectory(data, "todo"), Config(overhead_share=None, recite_after_chars=0), dump=long
-    )
+    recipe = AgentRecipe(Config(overhead_share=None, recite_after_chars=0))
+    replay(parse_trajectory(data, "todo"), recipe, dump=long)
     first = json.loads((long / "request-0000.json").read_text())["messages"][-1]["content"]
     assert first.endswith("task_plan.md, findings.md, progress.md.") and "No plan yet." in first
 

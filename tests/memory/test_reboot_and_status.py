@@ -187,9 +187,10 @@ def test_a_long_objective_is_cut_to_its_first_words() -> None:
     assert objective.startswith("Port the parser to the new grammar, Port")
 
 
-def test_in_view_the_tail_is_the_focus_and_after_a_high_risk_call_the_plan() -> None:
+def test_in_view_the_tail_is_the_focus_and_after_a_high_risk_call_the_status() -> None:
     """A short history holds the objective, the plan call and the errors in view: no
-    full status is due but the plan after a high-risk call; once out of view, the full
+    full status is due but after a high-risk call (R8.2), without the errors block; once
+    out of view, the full
     status comes when it is due (here: the memory folder was never named)."""
     recital = TailRecital()
     assert recital.tail(Plan(), "Build it.", 0, where="ws/s1", in_view=True) == NO_PLAN
@@ -197,7 +198,7 @@ def test_in_view_the_tail_is_the_focus_and_after_a_high_risk_call_the_plan() -> 
     errors = ["shell_exec make: exit code 2"]
     assert recital.tail(plan, "Build it.", 1, errors, in_view=True) == "Focus: step 1"
     after_risk = recital.tail(plan, "Build it.", 2, errors, high_risk=True, in_view=True)
-    assert after_risk == "## Task status\n[>] 1 Run\nFocus: step 1"
+    assert after_risk == "## Task status\nObjective: Build it.\n[>] 1 Run\nFocus: step 1"
     assert recital.tail(plan, "Build it.", 3 + FULL_EVERY, in_view=True) == "Focus: step 1"
     done = Plan(phases=(Phase(name="P", steps=(PlanStep(text="Run", status="done"),)),))
     assert recital.tail(done, "Build it.", 9 + FULL_EVERY, in_view=True) == REPORT

@@ -182,10 +182,9 @@ class TailRecital:
     def _in_view(
         self, plan: Plan, full: str, iteration: int, just_written: bool, high_risk: bool
     ) -> str | None:
-        """``recital`` in a short history: after a high-risk call the plan, its steps
-        and focus (R8.2), without the objective, errors or memory folder the history holds
-        in view (``None`` when there is nothing else to say); else nothing, the status
-        counting as recited."""
+        """``recital`` in a short history: after a high-risk call the full status,
+        objective, steps and focus (R8.2), without the errors or memory folder the history
+        holds in view; else nothing, the status counting as recited."""
         self._turn_started = False
         if not high_risk or just_written:
             self._full = full  # in view, so as good as recited
@@ -193,8 +192,7 @@ class TailRecital:
                 self._full_at = iteration
             return None
         self._full, self._full_at = full, iteration
-        said = task_status(plan, None, plannable=self._plannable, objective=False)
-        return None if said == HEADING else said
+        return full
 
     def tail(
         self,
