@@ -81,6 +81,10 @@ def session_with_writes(
 
 
 AFFORD_ANY = 1e6
+# The sessions here keep two results: with one kept, a batch of all the others in these
+# uniform sessions shrinks nearly the whole suffix, so its rewrite costs less than reading
+# the cache, and even a warm cache with nothing in hand prunes.
+KEEP = 2
 
 
 def stubbed_calls(session: Session) -> dict[int, AssistantEntry]:
@@ -95,6 +99,7 @@ def pruner(session: Session, model: str = "", **settings_: object) -> Pruner:
     """A pruner for a session built in one go: it has seen no steps, so nothing is banked
     yet; unless a test says otherwise, any bet is affordable."""
     settings_.setdefault("prune_risk_share", AFFORD_ANY)
+    settings_.setdefault("prune_keep_recent", KEEP)
     externalizer = Externalizer(session.layout.artifacts, str)
     return pruner_of(
         Config().with_flags(**settings_), session, externalizer, CachePolicy.of_model(model)
@@ -177,6 +182,34 @@ def test_the_stub_leaves_out_names_inside_longer_listed_ones(tmp_path):
     listed = stub.split("\nnames: ", 1)[1].split(" ")
     assert listed[:2] == ["pkg_0/locale_0/LC_MESSAGES", "pkg_0/locale_1/LC_MESSAGES"]
     assert "pkg_0/locale_1" in stub and "pkg_0/locale_1" not in listed, "held by a longer one"
+
+
+def test_a_stub_lists_its_shortest_names_first(tmp_path):
+    """Past the cap, the short names stay: as likely to be used later as a long path, for
+    fewer characters on every later request."""
+    session = Session.create(tmp_path / "s", session_id="prune-short-first", durable=False)
+    session.append(UserEntry(text="Map the tree."))
+    for k in range(30):
+        paths = [f"src/package_{k}/module_{i:03d}/implementation.py" for i in range(MAX_STUB_NAMES)]
+        names = [f"fn_{k}_{i:03d}" for i in range(MAX_STUB_NAMES)]
+        call = ToolCallRecord(id=f"c{k}", name="shell_exec", arguments_json='{"command":"ls"}')
+        session.append(AssistantEntry(text="Listing.", tool_calls=(call,)))
+        session.append(
+            ToolResultEntry(
+                call_id=f"c{k}",
+                tool_name="shell_exec",
+                status="success",
+                content="\n".join(paths + names),
+            )
+        )
+    p = pruner(session)
+    decision = p.decide()
+    assert decision is not None
+    p.prune(decision)
+    stub = stubs(session)[decision.records[0].index].content
+    k = decision.records[0].entry.call_id.removeprefix("c")
+    listed = stub.split("\nnames: ", 1)[1].removesuffix(f" (and {MAX_STUB_NAMES} more)").split(" ")
+    assert listed == [f"fn_{k}_{i:03d}" for i in range(MAX_STUB_NAMES)]
 
 
 def test_a_name_one_stub_leaves_out_is_listed_by_the_next_that_holds_it(tmp_path):
@@ -462,7 +495,7 @@ def test_after_a_pause_longer_than_the_cache_lives_everything_prunable_goes_at_o
     assert pruner(session, prune_risk_share=0.0).decide() is None, "no savings in hand to bet"
     cold = pruner(session, prune_risk_share=0.0, cache_expiry_s=0.0).decide()
     assert cold is not None and cold.extra < 0 and cold.payback_steps == 0
-    assert len(cold.records) == 30 - Config().prune_keep_recent, "every old result at once"
+    assert len(cold.records) == 30 - KEEP, "every old result at once"
 
 
 def test_the_cache_lives_as_long_as_the_provider_says_unless_the_config_sets_it(tmp_path):
