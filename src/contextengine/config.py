@@ -108,7 +108,7 @@ class Config(BaseSettings):
         "round_scratchpad. The default was chosen by benchmarks/replay_all.py.",
     )
     prune_keep_recent: int = Field(
-        1, ge=0, description="Newest tool results pruning never touches."
+        2, ge=0, description="Newest tool results pruning never touches."
     )
     prune_min_tokens: int = Field(
         30, ge=1, description="A result or reply must save at least this many tokens to be pruned."
