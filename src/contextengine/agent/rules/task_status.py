@@ -18,8 +18,8 @@ class TaskStatusTail(Rule):
     While the history is shorter than ``in_view_chars`` (``Config.recite_after_chars``)
     the objective, the model's own plan call and every error are in its recent view, where
     reciting them would only be paid for: the tail is the focus line, and after a
-    high-risk call the plan alone (steps and focus). Lost-in-the-middle, what the full
-    status is for, grows with the history's length.
+    high-risk call the full status without the errors block (R8.2). Lost-in-the-middle,
+    what the full status is for, grows with the history's length.
 
     A plan every step of which was finished when a turn began is not that turn's plan:
     until the model writes another, the tail gives the turn's request as the objective
