@@ -142,8 +142,7 @@ class Config(BaseSettings):
         "stays brief: shorter, the objective, the plan call and errors are in the model's "
         "recent view, so the tail is the one-line focus and, after a high-risk call, the "
         "full status (objective, steps and focus, R8.2); longer, with errors and the memory "
-        "folder as due (R4.2). 0: the "
-        "full status whenever it is due.",
+        "folder as due (R4.2). 0: the full status whenever it is due.",
     )
     prune_risk_share: float = Field(
         0.02,

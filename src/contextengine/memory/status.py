@@ -147,9 +147,9 @@ class TailRecital:
         request, which ends with that message, leaves it out (recited all the same).
         ``high_risk``: the request follows a high-risk call, so it is due (R8.2).
         ``in_view``: the history is short enough that the objective, the model's own plan
-        call and any error are all in its recent view: nothing is due but the plan after
-        a high-risk call (``_in_view``; a plan call in the same batch shows it
-        already), and the status counts as recited; once out of view, the first full
+        call and any error are all in its recent view: nothing is due but the full status,
+        without the errors block, after a high-risk call (``_in_view``; a plan call in the
+        same batch shows it already), and the status counts as recited; once out of view, the first full
         recital is the one due then (periodic, naming the memory folder, high-risk)."""
         full = task_status(plan, first_user_text, plannable=self._plannable)
         if in_view:
