@@ -305,3 +305,19 @@ def test_a_flag_given_on_resume_wins_over_the_recorded_one(tmp_path):
         assert again.returncode == 0, again.stderr
         bodies = [r.json() for r in fake.answered]
     assert [b["model"] for b in bodies] == ["my-model", "other"]
+
+
+def test_max_steps_stops_the_turn_and_says_how_to_go_on(tmp_path):
+    script = tmp_path / "replies.json"
+    listing = {"tool_calls": [{"name": "file_ls", "arguments": {"path": "."}}]}
+    script.write_text(json.dumps([listing] * 5))
+    result = run_cli(
+        "run", "List forever.", "-p", f"scripted:{script}", "-w", str(tmp_path / "ws"),
+        "--max-steps", "2", env={"COLUMNS": "300"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert "stopped after 2 model calls (max_steps) without a final answer" in out, out
+    assert "contextengine run --resume" in out and '"Continue."' in out, out
+    bad = run_cli("run", "hi", "-w", str(tmp_path), "--max-steps", "0")
+    assert_one_line_error(bad, "--max-steps")

@@ -167,6 +167,10 @@ ModeOption = Annotated[
     ),
 ]
 MaxTokensOption = Annotated[int | None, typer.Option(help="Most tokens a reply may have.", min=1)]
+MaxStepsOption = Annotated[
+    int | None,
+    typer.Option(help="Most model calls a turn may make (setting max_steps, default 100).", min=1),
+]
 TemperatureOption = Annotated[
     float | None, typer.Option(help="Sampling temperature.", min=0, max=2)
 ]
@@ -227,6 +231,7 @@ def run(
     api_key: ApiKeyOption = None,
     mode: ModeOption = None,
     max_tokens: MaxTokensOption = None,
+    max_steps: MaxStepsOption = None,
     temperature: TemperatureOption = None,
     reasoning_effort: EffortOption = None,
     store: StoreOption = None,
@@ -243,7 +248,15 @@ def run(
         "reasoning_effort": reasoning_effort and reasoning_effort.value,
     }
     settings = _with_mcp(
-        _settings(config, timeout, retries, api_key=api_key, store=store, **generation),
+        _settings(
+            config,
+            timeout,
+            retries,
+            api_key=api_key,
+            store=store,
+            max_steps=max_steps,
+            **generation,
+        ),
         mcp_config,
     )
     open_store(settings).check()

@@ -13,6 +13,7 @@ import shlex
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from rich.console import Console, Group, RenderableType
@@ -182,10 +183,16 @@ class EventPrinter:
             c.print(Markdown(terminal_safe(r.final_answer)))
         elif r.status == "needs_human":
             self._flush_text()
-            resume = shlex.quote(terminal_safe(str(r.session_dir)))
             c.print(
                 "\n[yellow]The turn ended waiting for your answer.[/] Answer with: "
-                + escape(f'contextengine run --resume {resume} "YOUR ANSWER"')
+                + escape(_resume_command(r.session_dir, "YOUR ANSWER"))
+            )
+        elif r.status == "max_steps":
+            self._flush_text()
+            c.print(
+                f"\n[yellow]The turn stopped after {r.steps} model calls (max_steps) without a "
+                "final answer.[/] Go on with: "
+                + escape(_resume_command(r.session_dir, "Continue."))
             )
         else:
             self._flush_text()
@@ -279,6 +286,12 @@ def _first_lines(text: str, count: int = RESULT_LINES) -> list[str]:
     """The first non-blank lines of a tool result, without bare wrapper tags (``<stderr>``)."""
     lines = [line for line in text.splitlines() if line.strip() and not _TAG.match(line.strip())]
     return [clip(line, 150) for line in lines[:count]]
+
+
+def _resume_command(session_dir: Path, message: str) -> str:
+    """The command that continues the session in ``session_dir`` with ``message``."""
+    resume = shlex.quote(terminal_safe(str(session_dir)))
+    return f'contextengine run --resume {resume} "{message}"'
 
 
 def _safe(text: str) -> str:
