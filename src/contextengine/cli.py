@@ -242,23 +242,15 @@ def run(
     the session's commands)."""
     if protocol not in ("native", "text"):
         raise ContextEngineError(f"--protocol must be 'native' or 'text', not {protocol!r}")
-    generation = {
+    options = {
+        "api_key": api_key,
+        "store": store,
+        "max_steps": max_steps,
         "max_tokens": max_tokens,
         "temperature": temperature,
         "reasoning_effort": reasoning_effort and reasoning_effort.value,
     }
-    settings = _with_mcp(
-        _settings(
-            config,
-            timeout,
-            retries,
-            api_key=api_key,
-            store=store,
-            max_steps=max_steps,
-            **generation,
-        ),
-        mcp_config,
-    )
+    settings = _with_mcp(_settings(config, timeout, retries, **options), mcp_config)
     open_store(settings).check()
     if resume is not None and not resume.is_dir():
         raise ContextEngineError(f"{resume}: not a session folder")

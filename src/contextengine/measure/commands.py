@@ -29,7 +29,11 @@ REPLAY_PRICES_HELP = (
 
 
 TrajectoryArgument = Annotated[
-    Path, typer.Argument(help="A recorded run (bench TRAJECTORY_FORMAT).")
+    Path,
+    typer.Argument(
+        help="A recorded run (bench TRAJECTORY_FORMAT), or a Claude Code session transcript "
+        "(~/.claude/projects/PROJECT/SESSION.jsonl)."
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 DumpOption = Annotated[

@@ -1,4 +1,5 @@
-"""Recorded agent runs (``bench/TRAJECTORY_FORMAT.md``), loaded and checked.
+"""Recorded agent runs (``bench/TRAJECTORY_FORMAT.md``, or a Claude Code session transcript:
+``measure.claude_code``), loaded and checked.
 
 A trajectory is a task, a system prompt, the tools the run declared, and its steps: each
 an assistant turn (text and tool calls) and the observation that followed. Unknown keys
@@ -29,6 +30,7 @@ from pydantic import (
 
 from contextengine.canonical import canonical_json
 from contextengine.errors import ConfigError, TrajectoryError
+from contextengine.measure.claude_code import is_transcript_line, transcript_as_trajectory
 from contextengine.toolkit.spec import ToolSpec
 from contextengine.untrusted import JSONObject, parse_json
 
@@ -127,6 +129,8 @@ def load_trajectory(path: str | Path) -> Trajectory:
         raise TrajectoryError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise TrajectoryError(f"{path}: not UTF-8 text") from None
+    if _starts_a_transcript(text):
+        return parse_trajectory(transcript_as_trajectory(text, str(path)), str(path))
     try:
         data = parse_json(text)
     except json.JSONDecodeError as exc:
@@ -136,6 +140,15 @@ def load_trajectory(path: str | Path) -> Trajectory:
     except ValueError as exc:
         raise TrajectoryError(f"{path}: not valid JSON ({exc})") from None
     return parse_trajectory(data, str(path))
+
+
+def _starts_a_transcript(text: str) -> bool:
+    """Whether ``text``'s first line is a Claude Code transcript line (JSON Lines)."""
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        return is_transcript_line(parse_json(first))
+    except ValueError:
+        return False
 
 
 def parse_trajectory(data: Any, name: str = "<trajectory>") -> Trajectory:

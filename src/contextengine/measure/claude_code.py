@@ -1,0 +1,204 @@
+"""Claude Code session transcripts read as trajectories, so ``contextengine replay`` measures
+a user's own sessions (``~/.claude/projects/<project>/<session>.jsonl``).
+
+A transcript is one JSON object a line. ``user`` and ``assistant`` lines carry an Anthropic
+Messages ``message``; Claude Code writes a reply one content block a line, every line with the
+reply's ``message.id``: those lines are one step (its text, thinking and tool calls). A
+``tool_result`` block of a later user line is the observation of the step whose ``tool_use``
+it answers (``is_error`` as Claude Code flagged it). The first human text is the task; later
+human text (a new request, a compaction summary) is the next step's ``user`` message. Lines of
+other types (summaries, file snapshots, progress, queue operations, system notes) and replies
+of the ``<synthetic>`` model are left out, and so are a main session's sub-agent lines
+(``isSidechain``); a sub-agent's own transcript, all sidechain, is read as it is. Claude Code
+does not log its system prompt or its tools' schemas, so the trajectory has neither.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextengine.errors import TrajectoryError
+from contextengine.untrusted import JSONObject, JSONValue, parse_json
+
+SYNTHETIC_MODEL = "<synthetic>"
+_ID_KEYS = ("sessionId", "uuid", "leafUuid", "messageId")
+
+
+def is_transcript_line(value: Any) -> bool:
+    """Whether ``value`` (a parsed line) looks like a line of a Claude Code transcript."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("type"), str)
+        and "steps" not in value
+        and any(key in value for key in _ID_KEYS)
+    )
+
+
+@dataclass
+class _Step:
+    """A step being read: one assistant reply and the results of its calls."""
+
+    model: str
+    user: str | None
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: list[JSONValue] = field(default_factory=list)
+    results: list[str] = field(default_factory=list)
+    is_error: bool = False
+
+    def as_json(self) -> JSONObject:
+        """The step in the trajectory format."""
+        step: JSONObject = {
+            "assistant": "\n\n".join(self.text),
+            "reasoning": "\n\n".join(self.reasoning),
+            "tool_calls": self.calls,
+            "observation": "\n\n".join(self.results),
+            "is_error": self.is_error,
+        }
+        if self.user is not None:
+            step["user"] = self.user
+        return step
+
+    def holds_anything(self) -> bool:
+        """Whether the reply said, thought or called anything (or came with a message)."""
+        return bool(self.text or self.calls or self.reasoning or self.user)
+
+
+def transcript_as_trajectory(text: str, name: str) -> JSONObject:
+    """The trajectory (format of ``measure.trajectory``) of the Claude Code transcript
+    ``text``; ``TrajectoryError`` names the file and line of a malformed one."""
+    entries = _entries(text, name)
+    sidechain = not any(not e.get("isSidechain") for e in entries)
+    reader = _Reader()
+    for entry in entries:
+        if bool(entry.get("isSidechain")) == sidechain:
+            reader.read(entry)
+    steps = [s for s in reader.steps if s.holds_anything()]
+    if not steps:
+        raise TrajectoryError(f"{name}: no assistant reply in this Claude Code transcript")
+    models = Counter(s.model for s in steps if s.model)
+    return {
+        "source": name,
+        "model": models.most_common(1)[0][0] if models else "",
+        "task": reader.task or "",
+        "steps": [s.as_json() for s in steps],
+    }
+
+
+def _entries(text: str, name: str) -> list[JSONObject]:
+    """The user and assistant lines of the transcript, parsed."""
+    entries: list[JSONObject] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = parse_json(line)
+        except ValueError as exc:
+            raise TrajectoryError(f"{name}: line {number}: not valid JSON ({exc})") from None
+        if not (isinstance(entry, dict) and isinstance(entry.get("type"), str)):
+            raise TrajectoryError(
+                f"{name}: line {number}: not a Claude Code transcript line (an object with a 'type')"
+            )
+        if entry["type"] in ("user", "assistant") and isinstance(entry.get("message"), dict):
+            entries.append(entry)
+    return entries
+
+
+class _Reader:
+    """Turns transcript lines, in order, into steps and the task."""
+
+    def __init__(self) -> None:
+        self.task: str | None = None
+        self.steps: list[_Step] = []
+        self._pending_user: list[str] = []
+        self._reply_id: object = None
+        self._step_of_call: dict[str, _Step] = {}
+
+    def read(self, entry: JSONObject) -> None:
+        """Take one user or assistant line."""
+        message = entry["message"]
+        if not isinstance(message, dict):
+            return
+        content = message.get("content")
+        blocks: list[JSONObject] = (
+            [{"type": "text", "text": content}]
+            if isinstance(content, str)
+            else [b for b in content if isinstance(b, dict)]
+            if isinstance(content, list)
+            else []
+        )
+        if entry["type"] == "assistant":
+            self._reply(message, blocks)
+        else:
+            self._user(blocks, meta=bool(entry.get("isMeta")))
+
+    def _reply(self, message: JSONObject, blocks: list[JSONObject]) -> None:
+        """Start a step for a new reply id, or add the line's blocks to the current one."""
+        model = str(message.get("model") or "")
+        if model == SYNTHETIC_MODEL:
+            return
+        reply_id = message.get("id")
+        if reply_id is None or reply_id != self._reply_id or not self.steps:
+            user = "\n\n".join(self._pending_user) if self._pending_user else None
+            self._pending_user = []
+            self.steps.append(_Step(model, user))
+            self._reply_id = reply_id
+        step = self.steps[-1]
+        for block in blocks:
+            kind = block.get("type")
+            if kind == "text" and str(block.get("text", "")).strip():
+                step.text.append(str(block["text"]))
+            elif kind == "thinking" and block.get("thinking"):
+                step.reasoning.append(str(block["thinking"]))
+            elif kind == "tool_use" and isinstance(block.get("name"), str):
+                call_id = str(block.get("id") or f"call_{len(self._step_of_call)}")
+                arguments = block.get("input")
+                step.calls.append(
+                    {
+                        "id": call_id,
+                        "name": block["name"],
+                        "arguments": arguments if isinstance(arguments, dict) else {},
+                    }
+                )
+                self._step_of_call[call_id] = step
+
+    def _user(self, blocks: list[JSONObject], *, meta: bool) -> None:
+        """Attach tool results to their calls' steps; keep human text as the task or for
+        the next step."""
+        human: list[str] = []
+        for block in blocks:
+            kind = block.get("type")
+            if kind == "tool_result":
+                step = self._step_of_call.get(str(block.get("tool_use_id")))
+                if step is not None:
+                    step.results.append(_text(block.get("content")))
+                    step.is_error = step.is_error or block.get("is_error") is True
+            elif kind == "text":
+                human.append(str(block.get("text", "")))
+            elif kind == "image":
+                human.append("[image]")
+        if not human:
+            return
+        said = "\n".join(human)
+        if self.task is None and not meta:
+            self.task = said
+        else:
+            self._pending_user.append(said)
+        self._reply_id = None
+
+
+def _text(content: object) -> str:
+    """A tool result's content as text (a string, or text and image blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif isinstance(block, dict) and block.get("type") == "image":
+                parts.append("[image]")
+        return "\n".join(parts)
+    return "" if content is None else str(content)
