@@ -116,6 +116,7 @@ def test_a_sub_agents_own_transcript_is_read_although_every_line_is_sidechain(
         ([said("hi"), "not json"], "line 2: not valid JSON"),
         ([said("hi"), [1, 2]], "line 2: not a Claude Code transcript line"),
         ([said("hi"), said("anyone?")], "no assistant reply in this Claude Code transcript"),
+        (["", "  "], "empty file (no trajectory in it)"),
     ],
 )
 def test_a_malformed_transcript_is_one_error_naming_file_and_line(

@@ -129,6 +129,8 @@ def load_trajectory(path: str | Path) -> Trajectory:
         raise TrajectoryError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise TrajectoryError(f"{path}: not UTF-8 text") from None
+    if not text.strip():
+        raise TrajectoryError(f"{path}: empty file (no trajectory in it)")
     if _starts_a_transcript(text):
         return parse_trajectory(transcript_as_trajectory(text, str(path)), str(path))
     try:
