@@ -145,8 +145,11 @@ def load_trajectory(path: str | Path) -> Trajectory:
 
 
 def _starts_a_transcript(text: str) -> bool:
-    """Whether ``text``'s first line is a Claude Code transcript line (JSON Lines)."""
-    first = text.lstrip().split("\n", 1)[0]
+    """Whether ``text`` is JSON Lines whose first line is a Claude Code transcript line (a
+    trajectory on one line is not parsed twice)."""
+    first, _, rest = text.strip().partition("\n")
+    if not rest:
+        return False
     try:
         return is_transcript_line(parse_json(first))
     except ValueError:
