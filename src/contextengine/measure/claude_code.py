@@ -169,16 +169,13 @@ class _Reader:
         the next step."""
         human: list[str] = []
         for block in blocks:
-            kind = block.get("type")
-            if kind == "tool_result":
+            if block.get("type") == "tool_result":
                 step = self._step_of_call.get(str(block.get("tool_use_id")))
                 if step is not None:
                     step.results.append(_text(block.get("content")))
                     step.is_error = step.is_error or block.get("is_error") is True
-            elif kind == "text":
-                human.append(str(block.get("text", "")))
-            elif kind == "image":
-                human.append("[image]")
+            elif (text := _block_text(block)) is not None:
+                human.append(text)
         if not human:
             return
         said = "\n".join(human)
@@ -194,11 +191,14 @@ def _text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif isinstance(block, dict) and block.get("type") == "image":
-                parts.append("[image]")
-        return "\n".join(parts)
+        texts = (_block_text(b) for b in content if isinstance(b, dict))
+        return "\n".join(t for t in texts if t is not None)
     return "" if content is None else str(content)
+
+
+def _block_text(block: JSONObject) -> str | None:
+    """A text block's text, ``[image]`` for an image, ``None`` for any other block."""
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    return "[image]" if kind == "image" else None
