@@ -525,3 +525,31 @@ def test_a_reopened_log_whose_reply_time_is_unreadable_prunes_as_with_a_warm_cac
     log.write_text(re.sub(r'"ts":"[^"]*"', '"ts":"late on Tuesday"', log.read_text()))
     p = pruner(Session.open(folder), prune_risk_share=0.0, cache_expiry_s=1.0)
     assert p.decide() is None, "no known pause: the cache counts as warm, and no bet is afforded"
+
+
+def test_a_free_form_input_becomes_a_stub_as_a_whole(tmp_path):
+    """A custom tool's input that is not JSON (Codex's ``apply_patch`` patch) is stubbed
+    whole, as text: the call keeps its tool and id, the artifact holds the patch."""
+    session = Session.create(tmp_path / "s", session_id="prune-patch", durable=False)
+    session.append(UserEntry(text="Write every module."))
+    patches = {}
+    for k in range(30):
+        lines = "\n".join(f"+{line}" for line in output(k, 60).splitlines())
+        patches[f"p{k}"] = f"*** Begin Patch\n*** Add File: src/m{k}.py\n{lines}\n*** End Patch"
+        call = ToolCallRecord(id=f"p{k}", name="apply_patch", arguments_json=patches[f"p{k}"])
+        session.append(AssistantEntry(text="", tool_calls=(call,)))
+        session.append(
+            ToolResultEntry(
+                call_id=f"p{k}", tool_name="apply_patch", status="success", content="ok"
+            )
+        )
+    p = pruner(session)
+    entry = p.prune(p.decide())
+    assert entry.calls
+    for call in entry.calls:
+        (after,) = call.assistant.tool_calls
+        assert after.name == "apply_patch"
+        assert after.arguments_json.startswith("[pruned: "), "the stub is text, not JSON"
+        assert f"src/m{after.id.removeprefix('p')}.py" in after.arguments_json
+        (ref,) = call.refs
+        assert (session.directory / ref).read_text() == patches[after.id]

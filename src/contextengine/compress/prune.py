@@ -3,7 +3,7 @@
 What shrinks: old successful tool results (each becomes a stub), the long string
 arguments of old tool calls (a file's new content, an edit's old and new text: each value
 becomes a stub inside the call, which keeps its tool, id and short arguments such as the
-path), and the head of old long replies (their reasoning; the end, where a text-protocol
+path; a free-form input, such as a patch, becomes a stub as a whole), and the head of old long replies (their reasoning; the end, where a text-protocol
 reply states its action, stays). Failed calls and their results stay verbatim (R5.1), and
 so do the newest ``prune_keep_recent`` results and replies.
 
@@ -227,9 +227,7 @@ class Pruner:
             return stub
 
         calls = tuple(
-            call.model_copy(
-                update={"arguments_json": canonical_json(_stub_values(arguments, stubber(k)))}
-            )
+            call.model_copy(update={"arguments_json": _stubbed_json(arguments, stubber(k))})
             if native
             and (arguments := _arguments(call)) is not None
             and any(_long_values(arguments))
@@ -394,13 +392,22 @@ def _action_start(text: str) -> int:
     return fences[-2] if len(fences) % 2 == 0 else fences[-1]  # an odd count: left open
 
 
-def _arguments(call: ToolCallRecord) -> JSONObject | None:
-    """The call's arguments as an object, or ``None`` when they are not one."""
+def _arguments(call: ToolCallRecord) -> JSONObject | str | None:
+    """The call's arguments as an object, or as text when they are free-form (not JSON: a
+    custom tool's input, such as Codex's ``apply_patch`` patch); ``None`` for other JSON."""
     try:
         value = json.loads(call.arguments_json)
     except ValueError:
-        return None
+        return call.arguments_json
     return value if isinstance(value, dict) else None
+
+
+def _stubbed_json(arguments: JSONObject | str, stub: _Stubber) -> str:
+    """The call's new ``arguments_json``: an object's long values stubbed, or free-form
+    arguments as their stub, text as they were."""
+    if isinstance(arguments, str):
+        return str(_stub_values(arguments, stub, "input"))
+    return canonical_json(_stub_values(arguments, stub))
 
 
 def _long_values(value: Any) -> Iterator[str]:
