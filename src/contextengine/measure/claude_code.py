@@ -16,11 +16,11 @@ does not log its system prompt or its tools' schemas, so the trajectory has neit
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from contextengine.errors import TrajectoryError
-from contextengine.untrusted import JSONObject, JSONValue, parse_json
+from contextengine.measure.recorded_session import StepDraft, typed_lines
+from contextengine.untrusted import JSONObject
 
 SYNTHETIC_MODEL = "<synthetic>"
 _ID_KEYS = ("sessionId", "uuid", "leafUuid", "messageId")
@@ -34,36 +34,6 @@ def is_transcript_line(value: Any) -> bool:
         and "steps" not in value
         and any(key in value for key in _ID_KEYS)
     )
-
-
-@dataclass
-class _Step:
-    """A step being read: one assistant reply and the results of its calls."""
-
-    model: str
-    user: str | None
-    text: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    calls: list[JSONValue] = field(default_factory=list)
-    results: list[str] = field(default_factory=list)
-    is_error: bool = False
-
-    def as_json(self) -> JSONObject:
-        """The step in the trajectory format."""
-        step: JSONObject = {
-            "assistant": "\n\n".join(self.text),
-            "reasoning": "\n\n".join(self.reasoning),
-            "tool_calls": self.calls,
-            "observation": "\n\n".join(self.results),
-            "is_error": self.is_error,
-        }
-        if self.user is not None:
-            step["user"] = self.user
-        return step
-
-    def holds_anything(self) -> bool:
-        """Whether the reply said, thought or called anything (or came with a message)."""
-        return bool(self.text or self.calls or self.reasoning or self.user)
 
 
 def transcript_as_trajectory(text: str, name: str) -> JSONObject:
@@ -89,21 +59,11 @@ def transcript_as_trajectory(text: str, name: str) -> JSONObject:
 
 def _entries(text: str, name: str) -> list[JSONObject]:
     """The user and assistant lines of the transcript, parsed."""
-    entries: list[JSONObject] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            entry = parse_json(line)
-        except ValueError as exc:
-            raise TrajectoryError(f"{name}: line {number}: not valid JSON ({exc})") from None
-        if not (isinstance(entry, dict) and isinstance(entry.get("type"), str)):
-            raise TrajectoryError(
-                f"{name}: line {number}: not a Claude Code transcript line (an object with a 'type')"
-            )
-        if entry["type"] in ("user", "assistant") and isinstance(entry.get("message"), dict):
-            entries.append(entry)
-    return entries
+    return [
+        entry
+        for entry in typed_lines(text, name, "Claude Code transcript")
+        if entry["type"] in ("user", "assistant") and isinstance(entry.get("message"), dict)
+    ]
 
 
 class _Reader:
@@ -111,10 +71,10 @@ class _Reader:
 
     def __init__(self) -> None:
         self.task: str | None = None
-        self.steps: list[_Step] = []
+        self.steps: list[StepDraft] = []
         self._pending_user: list[str] = []
         self._reply_id: object = None
-        self._step_of_call: dict[str, _Step] = {}
+        self._step_of_call: dict[str, StepDraft] = {}
 
     def read(self, entry: JSONObject) -> None:
         """Take one user or assistant line."""
@@ -143,7 +103,7 @@ class _Reader:
         if reply_id is None or reply_id != self._reply_id or not self.steps:
             user = "\n\n".join(self._pending_user) if self._pending_user else None
             self._pending_user = []
-            self.steps.append(_Step(model, user))
+            self.steps.append(StepDraft(model, user))
             self._reply_id = reply_id
         step = self.steps[-1]
         for block in blocks:

@@ -31,8 +31,9 @@ REPLAY_PRICES_HELP = (
 TrajectoryArgument = Annotated[
     Path,
     typer.Argument(
-        help="A recorded run (bench TRAJECTORY_FORMAT), or a Claude Code session transcript "
-        "(~/.claude/projects/PROJECT/SESSION.jsonl)."
+        help="A recorded run (bench TRAJECTORY_FORMAT), a Claude Code session transcript "
+        "(~/.claude/projects/PROJECT/SESSION.jsonl) or a Codex rollout "
+        "(~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)."
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]

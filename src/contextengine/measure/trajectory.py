@@ -1,5 +1,5 @@
-"""Recorded agent runs (``bench/TRAJECTORY_FORMAT.md``, or a Claude Code session transcript:
-``measure.claude_code``), loaded and checked.
+"""Recorded agent runs (``bench/TRAJECTORY_FORMAT.md``, a Claude Code session transcript:
+``measure.claude_code``, or a Codex rollout: ``measure.codex``), loaded and checked.
 
 A trajectory is a task, a system prompt, the tools the run declared, and its steps: each
 an assistant turn (text and tool calls) and the observation that followed. Unknown keys
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from pydantic import (
 from contextengine.canonical import canonical_json
 from contextengine.errors import ConfigError, TrajectoryError
 from contextengine.measure.claude_code import is_transcript_line, transcript_as_trajectory
+from contextengine.measure.codex import is_rollout_line, rollout_as_trajectory
 from contextengine.toolkit.spec import ToolSpec
 from contextengine.untrusted import JSONObject, parse_json
 
@@ -131,8 +133,8 @@ def load_trajectory(path: str | Path) -> Trajectory:
         raise TrajectoryError(f"{path}: not UTF-8 text") from None
     if not text.strip():
         raise TrajectoryError(f"{path}: empty file (no trajectory in it)")
-    if _starts_a_transcript(text):
-        return parse_trajectory(transcript_as_trajectory(text, str(path)), str(path))
+    if (reader := _session_log_reader(text)) is not None:
+        return parse_trajectory(reader(text, str(path)), str(path))
     try:
         data = parse_json(text)
     except json.JSONDecodeError as exc:
@@ -144,16 +146,22 @@ def load_trajectory(path: str | Path) -> Trajectory:
     return parse_trajectory(data, str(path))
 
 
-def _starts_a_transcript(text: str) -> bool:
-    """Whether ``text`` is JSON Lines whose first line is a Claude Code transcript line (a
-    trajectory on one line is not parsed twice)."""
+def _session_log_reader(text: str) -> Callable[[str, str], JSONObject] | None:
+    """The reader of ``text`` when it is an agent's own session log, JSON Lines whose
+    first line is a Claude Code transcript's or a Codex rollout's (a trajectory on one
+    line is not parsed twice)."""
     first, _, rest = text.strip().partition("\n")
     if not rest:
-        return False
+        return None
     try:
-        return is_transcript_line(parse_json(first))
+        line = parse_json(first)
     except ValueError:
-        return False
+        return None
+    if is_transcript_line(line):
+        return transcript_as_trajectory
+    if is_rollout_line(line):
+        return rollout_as_trajectory
+    return None
 
 
 def parse_trajectory(data: Any, name: str = "<trajectory>") -> Trajectory:
