@@ -32,8 +32,9 @@ TrajectoryArgument = Annotated[
     Path,
     typer.Argument(
         help="A recorded run (bench TRAJECTORY_FORMAT), a Claude Code session transcript "
-        "(~/.claude/projects/PROJECT/SESSION.jsonl) or a Codex rollout "
-        "(~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)."
+        "(~/.claude/projects/PROJECT/SESSION.jsonl), a Codex rollout "
+        "(~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl) or a Gemini CLI chat recording "
+        "(~/.gemini/tmp/PROJECT_HASH/chats/session-*.json)."
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]

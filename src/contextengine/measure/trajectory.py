@@ -1,5 +1,6 @@
-"""Recorded agent runs (``bench/TRAJECTORY_FORMAT.md``, a Claude Code session transcript:
-``measure.claude_code``, or a Codex rollout: ``measure.codex``), loaded and checked.
+"""Recorded agent runs (``bench/TRAJECTORY_FORMAT.md``, or an agent's own session log: a
+Claude Code transcript, ``measure.claude_code``; a Codex rollout, ``measure.codex``; a
+Gemini CLI chat recording, ``measure.gemini_cli``), loaded and checked.
 
 A trajectory is a task, a system prompt, the tools the run declared, and its steps: each
 an assistant turn (text and tool calls) and the observation that followed. Unknown keys
@@ -33,6 +34,11 @@ from contextengine.canonical import canonical_json
 from contextengine.errors import ConfigError, TrajectoryError
 from contextengine.measure.claude_code import is_transcript_line, transcript_as_trajectory
 from contextengine.measure.codex import is_rollout_line, rollout_as_trajectory
+from contextengine.measure.gemini_cli import (
+    is_gemini_recording,
+    recording_as_trajectory,
+    recording_lines_as_trajectory,
+)
 from contextengine.toolkit.spec import ToolSpec
 from contextengine.untrusted import JSONObject, parse_json
 
@@ -143,13 +149,15 @@ def load_trajectory(path: str | Path) -> Trajectory:
         ) from None
     except ValueError as exc:
         raise TrajectoryError(f"{path}: not valid JSON ({exc})") from None
+    if is_gemini_recording(data):
+        data = recording_as_trajectory(data, str(path))
     return parse_trajectory(data, str(path))
 
 
 def _session_log_reader(text: str) -> Callable[[str, str], JSONObject] | None:
     """The reader of ``text`` when it is an agent's own session log, JSON Lines whose
-    first line is a Claude Code transcript's or a Codex rollout's (a trajectory on one
-    line is not parsed twice)."""
+    first line is a Claude Code transcript's, a Codex rollout's or a Gemini CLI recording's
+    (a trajectory on one line is not parsed twice)."""
     first, _, rest = text.strip().partition("\n")
     if not rest:
         return None
@@ -161,6 +169,8 @@ def _session_log_reader(text: str) -> Callable[[str, str], JSONObject] | None:
         return transcript_as_trajectory
     if is_rollout_line(line):
         return rollout_as_trajectory
+    if is_gemini_recording(line):
+        return recording_lines_as_trajectory
     return None
 
 
