@@ -19,6 +19,10 @@ pruning paid back within its run.
     python benchmarks/replay_all.py [--history-mode full] [--window 60000] [--trajectories DIR]
                                     [--prices FAMILY|MODEL|recorded]
 
+``DIR`` may hold agents' own session logs too (``~/.claude/projects``, ``~/.codex/sessions``,
+``~/.gemini/tmp``: each ``*.jsonl`` and ``*.json`` under it); a file that is not a recorded run
+is named on stderr and left out.
+
 Each file is priced at its recorded model's prices (``--prices recorded``, the default: the
 issue's "model's prices"; claude-sonnet where genai-prices does not know the model), or
 with ``--prices`` at one family's or model's for every file.
@@ -36,11 +40,11 @@ from typing import Any
 
 from contextengine.agent.parts import AgentRecipe
 from contextengine.config import COMPONENT_FLAGS, Config
-from contextengine.errors import ContextEngineError
+from contextengine.errors import ContextEngineError, TrajectoryError
 from contextengine.measure.policies import POLICIES
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
-from contextengine.measure.trajectory import load_trajectory
+from contextengine.measure.trajectory import Trajectory, load_trajectory
 from contextengine.prices import RECORDED, prices_for
 
 # The samples shipped with the repo; the 37 public runs the docs measure: --trajectories DIR.
@@ -101,15 +105,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     check_prices(args.prices)
-    files = sorted(args.trajectories.rglob("*.json"))
-    if not files:
-        sys.exit(f"error: no trajectories in {args.trajectories}")
+    runs = load_all(args.trajectories)
+    files = [path for path, _ in runs]
     counter = TokenCounter()
     plan = configs(args.window, args.history_mode)
     rows = [Row(label) for label, _ in plan]
     started = time.perf_counter()
-    for path in files:
-        trajectory = load_trajectory(path)
+    for path, trajectory in runs:
         replayer = Replayer(trajectory, prices=args.prices, counter=counter)
         baselines = replayer.baselines()
         for row, (label, config) in zip(rows, plan, strict=True):
@@ -120,6 +122,21 @@ def main() -> None:
         print(f"replayed {path.name} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     full = next(r for r in rows if r.label == "baseline full_history").results
     print(table(files, rows, full))
+
+
+def load_all(directory: Path) -> list[tuple[Path, Trajectory]]:
+    """Every recorded run under ``directory``: trajectories (``*.json``) and agents' own
+    session logs (``*.jsonl``, a Gemini CLI recording's ``*.json``); a file that is neither
+    is named on stderr with why, and left out."""
+    runs: list[tuple[Path, Trajectory]] = []
+    for path in sorted([*directory.rglob("*.json"), *directory.rglob("*.jsonl")]):
+        try:
+            runs.append((path, load_trajectory(path)))
+        except TrajectoryError as exc:
+            print(f"skipped: {exc}", file=sys.stderr)
+    if not runs:
+        sys.exit(f"error: no trajectories in {directory}")
+    return runs
 
 
 def table(files: list[Path], rows: list[Row], full: list[StrategyResult]) -> str:

@@ -18,12 +18,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from replay_all import DEFAULT_DIR, check_prices, paid_back
+from replay_all import DEFAULT_DIR, check_prices, load_all, paid_back
 
 from contextengine.agent.parts import AgentRecipe
 from contextengine.measure.replay import Replayer, StrategyResult
 from contextengine.measure.tokens import TokenCounter
-from contextengine.measure.trajectory import Trajectory, load_trajectory
+from contextengine.measure.trajectory import Trajectory
 from contextengine.prices import RECORDED
 
 MIN_STEPS = 3
@@ -66,11 +66,8 @@ def main() -> None:
     check_prices(args.prices)
     if any(not 0 < f <= 1 for f in args.fractions):
         sys.exit("error: --fractions must be in (0, 1]")
-    files = sorted(args.trajectories.rglob("*.json"))
-    if not files:
-        sys.exit(f"error: no trajectories in {args.trajectories}")
     counter = TokenCounter()
-    trajectories = [(path.stem, load_trajectory(path)) for path in files]
+    trajectories = [(path.stem, run) for path, run in load_all(args.trajectories)]
     print(
         "| fraction of steps | input vs full_history | mean recall | lowest recall "
         f"| prunes paid back | runs above {LIMIT}x | those runs |"

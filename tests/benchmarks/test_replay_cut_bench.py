@@ -39,3 +39,19 @@ def test_a_fraction_outside_zero_to_one_is_refused() -> None:
     done = run_cut("--trajectories", str(SAMPLES), "--fractions", "1.5")
     assert done.returncode != 0
     assert "error: --fractions must be in (0, 1]" in done.stderr
+
+
+def test_session_logs_are_replayed_and_a_file_that_is_no_run_is_named(tmp_path: Path) -> None:
+    transcript = ROOT / "tests" / "fixtures" / "claude_code"
+    for log in transcript.glob("*.jsonl"):
+        (tmp_path / log.name).write_bytes(log.read_bytes())
+    (tmp_path / "notes.jsonl").write_text("")
+    done = run_cut("--trajectories", str(tmp_path), "--fractions", "1")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("[1]") == len(list(transcript.glob("*.jsonl")))
+    assert "skipped: " in done.stderr and "notes.jsonl: empty file" in done.stderr
+    (tmp_path / "notes.jsonl").rename(tmp_path / "notes.txt")
+    for log in tmp_path.glob("*.jsonl"):
+        log.write_text("")
+    done = run_cut("--trajectories", str(tmp_path), "--fractions", "1")
+    assert done.returncode != 0 and "error: no trajectories in" in done.stderr
