@@ -50,6 +50,14 @@ def test_a_real_session_reads_as_its_replies_with_their_calls_and_results() -> N
     assert first.observation.count("No files found") == 3
     assert [c.name for c in run.steps[1].tool_calls] == ["Write"]
     assert not run.steps[2].tool_calls and run.steps[2].assistant
+    assert run.recorded_usage is not None, "each reply's usage, once"
+    assert run.recorded_usage.model_dump() == {
+        "requests": 3,
+        "input_tokens": 49_115,
+        "cached_tokens": 12_243 + 16_131 + 16_368,
+        "cache_write_tokens": 3_888 + 237 + 205,
+        "output_tokens": 3,
+    }
 
 
 def test_replay_takes_a_transcript_and_compares_it_with_every_policy() -> None:

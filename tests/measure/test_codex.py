@@ -44,6 +44,12 @@ def output(call_id: str, text: object, kind: str = "function_call_output") -> di
     return item(kind, call_id=call_id, output=text)
 
 
+def tokens(total: int, last: int, cached: int) -> dict:
+    usage = {"input_tokens": last, "cached_input_tokens": cached, "output_tokens": 30}
+    info = {"total_token_usage": {"input_tokens": total}, "last_token_usage": usage}
+    return line("event_msg", type="token_count", info=info)
+
+
 def thought(text: str) -> dict:
     summary = [{"type": "summary_text", "text": text}]
     return item("reasoning", summary=summary, content=None, encrypted_content="gAAA")
@@ -58,6 +64,7 @@ ROLLOUT = [
     line("turn_context", cwd="/work/app", model="gpt-5.1-codex"),
     item("ghost_snapshot", ghost_commit={"id": "d8b2", "parent": None}),
     line("event_msg", type="token_count", info=None),
+    tokens(3559, 3559, 3072),
     thought("**Running the tests**"),
     call("c1", "pytest -q"),
     call("c2", "cat calc.py"),
@@ -65,7 +72,9 @@ ROLLOUT = [
         "c1", "Exit code: 1\nWall time: 0.4 seconds\nOutput:\nFAILED test_add - assert 3 == 4\n"
     ),
     output("c2", "Exit code: 0\nWall time: 0 seconds\nOutput:\ndef add(a, b):\n    return a - b\n"),
+    tokens(3559, 3559, 3072),
     line("event_msg", type="agent_reasoning", text="**Fixing add**"),
+    tokens(7207, 3648, 3072),
     thought("**Fixing add**"),
     item("custom_tool_call", status="completed", call_id="c3", name="apply_patch", input=PATCH),
     output(
@@ -134,6 +143,32 @@ def test_a_rollout_reads_as_one_step_a_reply(tmp_path: Path) -> None:
     assert steps[6].assistant == "Added the test of subtract."
 
 
+def test_the_usage_codex_counted_is_summed_once_a_model_call(tmp_path: Path) -> None:
+    run = load_trajectory(write(tmp_path / "rollout.jsonl", ROLLOUT))
+    assert run.recorded_usage is not None
+    assert run.recorded_usage.model_dump() == {
+        "requests": 2,
+        "input_tokens": 3559 + 3648,
+        "cached_tokens": 6144,
+        "cache_write_tokens": 0,
+        "output_tokens": 60,
+    }, "a count repeated unchanged is the same call"
+
+
+def test_the_table_says_what_the_session_log_records(tmp_path: Path) -> None:
+    path = write(tmp_path / "rollout.jsonl", ROLLOUT)
+    done = subprocess.run(
+        [sys.executable, "-m", "contextengine.cli", "replay", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "as the session log records it: 2 model calls, 7,207 input tokens (85.3% cached)" in (
+        " ".join(done.stdout.split())
+    )
+
+
 def test_a_step_fails_on_a_non_zero_exit_code_or_an_error_line(tmp_path: Path) -> None:
     run = load_trajectory(write(tmp_path / "rollout.jsonl", ROLLOUT))
     assert [s.is_error for s in run.steps] == [True, False, False, False, True, False, False]
@@ -191,3 +226,6 @@ def test_replay_takes_a_rollout_and_compares_it_with_every_policy(tmp_path: Path
     assert report["steps"] == 7
     assert report["baselines"]["full_history"]["steps"] == 7
     assert "codex" in report["baselines"]
+    recorded = report["recorded"]
+    assert (recorded["requests"], recorded["uncached_tokens"]) == (2, 7207 - 6144)
+    assert 0 < recorded["input_cost_usd"] < recorded["cost_usd"]

@@ -42,6 +42,7 @@ MESSAGES = [
         tool_call("r1", "run_shell_command", {"command": "pytest -q"}, {"output": "1 failed"}),
         tool_call("r2", "read_file", {"file_path": "calc.py"}, {"output": "def add(a, b): ..."}),
         thoughts=[{"subject": "Plan", "description": "run the tests, then read the code"}],
+        tokens={"input": 900, "output": 40, "cached": 600, "thoughts": 100, "total": 1640},
     ),
     {"id": "i1", "type": "info", "content": "Request cancelled."},
     gemini(
@@ -75,6 +76,9 @@ def test_a_recording_reads_as_one_step_a_gemini_message(tmp_path: Path) -> None:
     assert second.is_error and second.observation.startswith("Failed to edit")
     assert third.user == "The function is in src/calc.py."
     assert third.assistant.startswith("Fixed `add`") and not third.tool_calls
+    assert run.recorded_usage is not None
+    assert (run.recorded_usage.requests, run.recorded_usage.input_tokens) == (1, 900)
+    assert (run.recorded_usage.cached_tokens, run.recorded_usage.output_tokens) == (600, 140)
 
 
 def test_a_recording_in_json_lines_keeps_the_last_copy_of_each_message(tmp_path: Path) -> None:

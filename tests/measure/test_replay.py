@@ -53,6 +53,7 @@ def test_replay_json_of_a_shipped_sample_has_every_key_for_engine_and_baselines(
     assert figures["steps"] == len(recording["steps"])
     assert figures["baselines"]["full_history"]["reference_recall"] == 1.0
     assert figures["cache_breaks"] == []
+    assert figures["recorded"] is None, "a trajectory file says nothing of what was billed"
     assert figures["input_tokens"] == (
         figures["cached_tokens"] + figures["cache_write_tokens"] + figures["uncached_tokens"]
     )

@@ -10,19 +10,27 @@ human text (a new request, a compaction summary) is the next step's ``user`` mes
 other types (summaries, file snapshots, progress, queue operations, system notes) and replies
 of the ``<synthetic>`` model are left out, and so are a main session's sub-agent lines
 (``isSidechain``); a sub-agent's own transcript, all sidechain, is read as it is. Claude Code
-does not log its system prompt or its tools' schemas, so the trajectory has neither.
+does not log its system prompt or its tools' schemas, so the trajectory has neither; each
+reply's usage (the API's, prompt and tools included) is summed as ``recorded_usage``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from contextengine.errors import TrajectoryError
 from contextengine.measure.recorded_session import StepDraft, typed_lines
-from contextengine.untrusted import JSONObject
+from contextengine.untrusted import JSONObject, JSONValue
 
 SYNTHETIC_MODEL = "<synthetic>"
+_USAGE_KEYS = (
+    "input_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "output_tokens",
+)
 _ID_KEYS = ("sessionId", "uuid", "leafUuid", "messageId")
 
 
@@ -54,7 +62,25 @@ def transcript_as_trajectory(text: str, name: str) -> JSONObject:
         "model": models.most_common(1)[0][0] if models else "",
         "task": reader.task or "",
         "steps": [s.as_json() for s in steps],
+        **_recorded_usage(reader.usage_of_reply.values()),
     }
+
+
+def _recorded_usage(usages: Iterable[JSONValue]) -> JSONObject:
+    """``recorded_usage`` from each reply's Anthropic usage (``input_tokens`` is the
+    uncached part there), or nothing when the replies carry none."""
+    total: Counter[str] = Counter()
+    for usage in usages:
+        if not isinstance(usage, dict):
+            continue
+        parts = {key: usage.get(key) for key in _USAGE_KEYS}
+        counts = {key: value if isinstance(value, int) else 0 for key, value in parts.items()}
+        total["requests"] += 1
+        total["input_tokens"] += sum(counts[key] for key in _USAGE_KEYS[:3])
+        total["cached_tokens"] += counts["cache_read_input_tokens"]
+        total["cache_write_tokens"] += counts["cache_creation_input_tokens"]
+        total["output_tokens"] += counts["output_tokens"]
+    return {"recorded_usage": dict(total)} if total else {}
 
 
 def _entries(text: str, name: str) -> list[JSONObject]:
@@ -75,6 +101,7 @@ class _Reader:
         self._pending_user: list[str] = []
         self._reply_id: object = None
         self._step_of_call: dict[str, StepDraft] = {}
+        self.usage_of_reply: dict[str, JSONValue] = {}  # the last line's, of each reply
 
     def read(self, entry: JSONObject) -> None:
         """Take one user or assistant line."""
@@ -100,6 +127,8 @@ class _Reader:
         if model == SYNTHETIC_MODEL:
             return
         reply_id = message.get("id")
+        if isinstance(message.get("usage"), dict) and reply_id is not None:
+            self.usage_of_reply[str(reply_id)] = message["usage"]
         if reply_id is None or reply_id != self._reply_id or not self.steps:
             user = "\n\n".join(self._pending_user) if self._pending_user else None
             self._pending_user = []

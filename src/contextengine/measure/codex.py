@@ -11,7 +11,8 @@ task; the session's base instructions and the developer messages before the firs
 are the system prompt; later messages, and the summary a compaction left
 (``compacted``), are the next step's ``user`` message. ``turn_context`` names the model;
 ``event_msg`` lines repeat what the items hold and are left out, and so are Codex's own
-snapshots. A rollout does not say whether a call failed: a non-zero exit code in the
+snapshots, but for the token counts Codex took from each model call's usage, summed as the
+run's ``recorded_usage``. A rollout does not say whether a call failed: a non-zero exit code in the
 output's header (``Exit code: 1``, ``Process exited with code 1``) or metadata, or an
 output that opens with an error, marks the step as an error. Codex does not log its
 tools' schemas, so the trajectory has none.
@@ -39,6 +40,11 @@ _OUTPUTS = frozenset(
         "mcp_tool_call_output",
         "tool_search_output",
     }
+)
+_USAGE_KEYS = (
+    ("input_tokens", "input_tokens"),
+    ("cached_input_tokens", "cached_tokens"),
+    ("output_tokens", "output_tokens"),
 )
 _CALL_NAMES = {"local_shell_call": "local_shell", "web_search_call": "web_search"}
 _EXIT = re.compile(r"^(?:Exit code:|Process exited with code) (-?\d+)\s*$", re.MULTILINE)
@@ -73,6 +79,7 @@ def rollout_as_trajectory(text: str, name: str) -> JSONObject:
         "task": "\n\n".join(reader.task),
         "system": "\n\n".join(reader.system),
         "steps": [s.as_json() for s in steps],
+        **({"recorded_usage": dict(reader.usage)} if reader.usage["requests"] else {}),
     }
 
 
@@ -87,6 +94,8 @@ class _Reader:
         self._pending: list[str] = []
         self._input_since_reply = True
         self._step_of_call: dict[str, StepDraft] = {}
+        self._last_total: JSONValue = None
+        self.usage: Counter[str] = Counter()
 
     def read(self, kind: str, payload: JSONObject) -> None:
         """Take one line's ``type`` and ``payload``."""
@@ -99,6 +108,20 @@ class _Reader:
             self._said(message, before_any_reply=self.task)
         elif kind == "response_item":
             self._item(payload)
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            self._token_count(payload.get("info"))
+
+    def _token_count(self, info: JSONValue) -> None:
+        """Add a model call's usage; Codex repeats the last count between calls, unchanged."""
+        if not isinstance(info, dict) or info.get("total_token_usage") == self._last_total:
+            return
+        self._last_total = info.get("total_token_usage")
+        call = info.get("last_token_usage")
+        if isinstance(call, dict):
+            self.usage["requests"] += 1
+            for key, name in _USAGE_KEYS:
+                value = call.get(key)
+                self.usage[name] += value if isinstance(value, int) else 0
 
     def _session_meta(self, payload: JSONObject) -> None:
         base = payload.get("base_instructions")

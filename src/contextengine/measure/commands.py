@@ -17,8 +17,9 @@ from rich.table import Table
 from contextengine.prices import DEFAULT_FAMILY, FAMILY_MODELS, RECORDED, UNKNOWN_PRICE
 
 if TYPE_CHECKING:  # the commands import the replay machinery only when they run
-    from contextengine.measure.replay import BreakRow, ReplayResult, SideCallRow
+    from contextengine.measure.replay import BreakRow, ReplayResult, SideCallRow, StrategyResult
     from contextengine.measure.report import UsageReport
+    from contextengine.untrusted import JSONObject
 
 _PRICE_CHOICES = f"a family ({', '.join(FAMILY_MODELS)}) or any model name genai-prices knows"
 REPORT_PRICES_HELP = f"Prices: {_PRICE_CHOICES} (default: by model, {DEFAULT_FAMILY})."
@@ -94,6 +95,8 @@ def replay_command(
     out = Console(highlight=False, soft_wrap=True)
     out.print(_replay_table(result))
     out.print(_policies_table(result))
+    if result.recorded is not None:
+        out.print(_recorded_line(result.recorded, result.baselines["full_history"]))
 
 
 def _with_progress(replay_at: Callable[..., ReplayResult], steps: int) -> ReplayResult:
@@ -179,6 +182,20 @@ def _policies_table(result: ReplayResult) -> Table:
             str(len(col.side_calls)),
         )
     return table
+
+
+def _recorded_line(recorded: JSONObject, full: StrategyResult) -> str:
+    """What the agent's own log says it was billed for, beside full history as replayed."""
+    tokens = recorded["input_tokens"]
+    cached = recorded["cached_tokens"]
+    share = cached / tokens if isinstance(tokens, int) and tokens and isinstance(cached, int) else 0
+    return (
+        f"as the session log records it: {recorded['requests']:,} model calls, "
+        f"{tokens:,} input tokens ({share:.1%} cached), input cost "
+        f"${recorded['input_cost_usd']:.4f}; full_history as replayed: "
+        f"{full.input_tokens:,} input tokens, ${full.input_cost_usd:.4f} (the log's figures "
+        "include the system prompt and tool schemas, which it does not record)"
+    )
 
 
 def _cell(fmt: str, value: Any) -> str:

@@ -11,7 +11,8 @@ observation; a call whose ``status`` is ``error``, or whose response is an error
 step as an error. The first ``user`` message is the task and later ones the next step's user
 message; ``info``, ``warning`` and ``error`` messages are the CLI's notices to the user, not
 sent to the model, and are left out. Gemini CLI does not record its system prompt or its
-tools' schemas, so the trajectory has neither.
+tools' schemas, so the trajectory has neither; the replies' ``tokens`` (the API's counts, prompt
+and tools included) are summed as ``recorded_usage``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from contextengine.measure.recorded_session import StepDraft
 from contextengine.untrusted import JSONObject, JSONValue, parse_json
 
 _SESSION_KEYS = ("sessionId", "projectHash")
+_TOKENS = ("input", "cached", "output", "thoughts")
 
 
 def is_gemini_recording(value: object) -> bool:
@@ -64,6 +66,7 @@ def recording_as_trajectory(data: JSONObject, name: str) -> JSONObject:
     task: str | None = None
     pending: list[str] = []
     steps: list[StepDraft] = []
+    usage: Counter[str] = Counter()
     for message in messages:
         if not isinstance(message, dict):
             continue
@@ -74,6 +77,7 @@ def recording_as_trajectory(data: JSONObject, name: str) -> JSONObject:
             else:
                 pending.append(text)
         elif kind == "gemini":
+            _add_usage(usage, message.get("tokens"))
             step = _step(message, text, "\n\n".join(pending) if pending else None)
             if step.holds_anything():
                 steps.append(step)
@@ -86,7 +90,20 @@ def recording_as_trajectory(data: JSONObject, name: str) -> JSONObject:
         "model": models.most_common(1)[0][0] if models else "",
         "task": task or "",
         "steps": [s.as_json() for s in steps],
+        **({"recorded_usage": dict(usage)} if usage else {}),
     }
+
+
+def _add_usage(usage: Counter[str], tokens: JSONValue) -> None:
+    """Add a reply's token counts (``input`` holds the ``cached`` part; ``thoughts`` are
+    output) to ``usage``."""
+    if not isinstance(tokens, dict):
+        return
+    counts = {key: value if isinstance(value := tokens.get(key), int) else 0 for key in _TOKENS}
+    usage["requests"] += 1
+    usage["input_tokens"] += counts["input"]
+    usage["cached_tokens"] += min(counts["cached"], counts["input"])
+    usage["output_tokens"] += counts["output"] + counts["thoughts"]
 
 
 def _step(message: JSONObject, text: str, user: str | None) -> StepDraft:

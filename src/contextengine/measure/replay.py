@@ -35,7 +35,7 @@ from contextengine.measure.policy_replay import policy_calls
 from contextengine.measure.recall import mean_recall, request_text, step_recall, step_references
 from contextengine.measure.sliding_window import sliding_window
 from contextengine.measure.tokens import TokenCounter
-from contextengine.measure.trajectory import Trajectory
+from contextengine.measure.trajectory import RecordedUsage, Trajectory
 from contextengine.prices import (
     RECORDED,
     priced_model,
@@ -132,6 +132,7 @@ class ReplayResult:
     engine: StrategyResult
     baselines: dict[str, StrategyResult]
     prices_fallback: bool = False  # the recorded model has no known price
+    recorded: JSONObject | None = None  # what the agent's own log says it used (``recorded``)
 
     def as_dict(self) -> JSONObject:
         """The ``replay --json`` object: the engine's keys at the top level."""
@@ -145,6 +146,7 @@ class ReplayResult:
             "flags": dict(self.recipe.flags),
             **self.engine.as_dict(),
             "baselines": {name: r.as_dict() for name, r in self.baselines.items()},
+            "recorded": self.recorded,
         }
 
 
@@ -172,7 +174,27 @@ def replay(
         engine=engine,
         baselines=replayer.baselines(on_step=_tagged(on_step, "full_history")),
         prices_fallback=prices_fell_back(prices, trajectory.model),
+        recorded=recorded(trajectory.recorded_usage, replayer.prices),
     )
+
+
+def recorded(usage: RecordedUsage | None, priced_as: str) -> JSONObject | None:
+    """What the recorded agent was billed for, as its session log says, priced as the
+    replay prices its strategies (``None`` when the log says nothing)."""
+    if usage is None:
+        return None
+    prices = prices_for(priced_as)
+    parts = (usage.uncached_tokens, usage.cached_tokens, usage.cache_write_tokens)
+    return {
+        "requests": usage.requests,
+        "input_tokens": usage.input_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "uncached_tokens": usage.uncached_tokens,
+        "output_tokens": usage.output_tokens,
+        "input_cost_usd": round(prices.cost(*parts, 0), 5),
+        "cost_usd": round(prices.cost(*parts, usage.output_tokens), 5),
+    }
 
 
 class Replayer:

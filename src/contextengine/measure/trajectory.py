@@ -85,6 +85,24 @@ class RecordedStep(_Model):
     reasoning: StrictStr = ""
 
 
+class RecordedUsage(_Model):
+    """The tokens the recorded agent itself was billed for, summed over its model calls, as
+    its session log says (system prompt and tool schemas included, which the log may lack):
+    ``input_tokens`` all of a request's input, ``cached_tokens`` and ``cache_write_tokens``
+    the parts of it read from and written to the prompt cache."""
+
+    requests: int = Field(ge=0)
+    input_tokens: int = Field(ge=0)
+    cached_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+
+    @property
+    def uncached_tokens(self) -> int:
+        """Input neither read from nor written to the cache."""
+        return max(0, self.input_tokens - self.cached_tokens - self.cache_write_tokens)
+
+
 class Trajectory(_Model):
     """A recorded run: what the model was given and every step it took."""
 
@@ -95,6 +113,7 @@ class Trajectory(_Model):
     system: StrictStr = ""
     tools: tuple[dict[str, JsonValue], ...] = ()
     steps: tuple[RecordedStep, ...] = Field(min_length=1)
+    recorded_usage: RecordedUsage | None = None
 
     @field_validator("tools")
     @classmethod
