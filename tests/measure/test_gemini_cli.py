@@ -2,7 +2,8 @@
 
 The recordings are written here in the shape Gemini CLI's ``ChatRecordingService`` writes
 them: one JSON object (``sessionId``, ``projectHash``, ``messages``), or, in newer versions,
-JSON Lines whose messages are written again under the same id once their calls finished.
+JSON Lines whose messages are written again under the same id once their calls finished, with
+``$set`` and ``$rewindTo`` lines (packages/core/src/services/chatRecordingService.ts).
 """
 
 from __future__ import annotations
@@ -81,22 +82,30 @@ def test_a_recording_reads_as_one_step_a_gemini_message(tmp_path: Path) -> None:
     assert (run.recorded_usage.cached_tokens, run.recorded_usage.output_tokens) == (600, 140)
 
 
-def test_a_recording_in_json_lines_keeps_the_last_copy_of_each_message(tmp_path: Path) -> None:
+def test_json_lines_are_read_back_as_gemini_cli_reads_them(tmp_path: Path) -> None:
     early = gemini("g1", "Running the tests first.")
     lines = [
         HEAD,
         MESSAGES[0],
         early,
+        MESSAGES[4],  # the user spoke before g1's calls finished and g1 was written again
         {"$set": {"lastUpdated": "2025-12-03T10:00:09Z"}},
-        MESSAGES[1],
-        MESSAGES[4],
+        MESSAGES[1],  # g1 again, with its calls: in its first place
         MESSAGES[5],
+        gemini("g9", "A reply the user rewound."),
+        user("Never mind.", "u9"),
+        {"$rewindTo": "g9"},
     ]
     path = tmp_path / "session.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     run = load_trajectory(path)
     assert [len(s.tool_calls) for s in run.steps] == [2, 0]
-    assert run.steps[1].user == "The function is in src/calc.py."
+    assert run.steps[0].user is None and run.steps[1].user == "The function is in src/calc.py."
+    assert "rewound" not in run.steps[-1].assistant
+    restart = {"$set": {"messages": [user("Start over."), gemini("g7", "Started over.")]}}
+    path.write_text("".join(json.dumps(line) + "\n" for line in [*lines, restart]))
+    run = load_trajectory(path)
+    assert (run.task, [s.assistant for s in run.steps]) == ("Start over.", ["Started over."])
 
 
 def test_a_malformed_recording_is_one_error_naming_the_file(tmp_path: Path) -> None:

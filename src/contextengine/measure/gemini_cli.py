@@ -40,7 +40,10 @@ def is_gemini_recording(value: object) -> bool:
 
 
 def recording_lines_as_trajectory(text: str, name: str) -> JSONObject:
-    """The trajectory of a recording written as JSON Lines (see the module docstring)."""
+    """The trajectory of a recording written as JSON Lines, read as Gemini CLI reads it back:
+    a message written again keeps its first place and takes the last copy's content, a
+    ``$rewindTo`` drops that message and every later one, a ``$set`` of ``messages`` starts
+    them over, and the head line may hold messages too."""
     messages: dict[str, JSONObject] = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -51,11 +54,26 @@ def recording_lines_as_trajectory(text: str, name: str) -> JSONObject:
             raise TrajectoryError(f"{name}: line {number}: not valid JSON ({exc})") from None
         if not isinstance(value, dict):
             raise TrajectoryError(f"{name}: line {number}: not a Gemini CLI recording line")
-        if isinstance(value.get("type"), str):
-            key = str(value.get("id", f"line {number}"))
-            messages.pop(key, None)  # written again: its place is where the last copy is
-            messages[key] = value
+        _apply(messages, value)
     return recording_as_trajectory({"messages": list(messages.values())}, name)
+
+
+def _apply(messages: dict[str, JSONObject], record: JSONObject) -> None:
+    """Apply one line of a JSON Lines recording to ``messages`` (by id, in order)."""
+    rewind, update = record.get("$rewindTo"), record.get("$set")
+    if isinstance(rewind, str):
+        ids = list(messages)
+        for gone in ids[ids.index(rewind) :] if rewind in messages else ids:
+            del messages[gone]
+    elif isinstance(record.get("id"), str):
+        messages[str(record["id"])] = record
+    else:
+        listed = update.get("messages") if isinstance(update, dict) else record.get("messages")
+        if isinstance(update, dict) and isinstance(listed, list):
+            messages.clear()
+        for message in listed if isinstance(listed, list) else []:
+            if isinstance(message, dict) and isinstance(message.get("id"), str):
+                messages[str(message["id"])] = message
 
 
 def recording_as_trajectory(data: JSONObject, name: str) -> JSONObject:
