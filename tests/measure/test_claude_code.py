@@ -145,3 +145,11 @@ def test_a_trajectory_written_on_one_line_is_still_a_trajectory(tmp_path: Path) 
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"task": "List", "steps": [step]}), encoding="utf-8")
     assert load_trajectory(path).task == "List"
+
+
+def test_a_transcript_of_one_line_is_still_a_transcript(tmp_path: Path) -> None:
+    """A sub-agent that answered once without a task of its own (Claude Code's warm-up
+    agents) writes a one-line transcript."""
+    line = reply("r1", {"type": "text", "text": "Ready to help."}, isSidechain=True)
+    run = load_trajectory(write(tmp_path / "agent-w1.jsonl", [line]))
+    assert (run.task, [s.assistant for s in run.steps]) == ("", ["Ready to help."])

@@ -158,37 +158,46 @@ def load_trajectory(path: str | Path) -> Trajectory:
         raise TrajectoryError(f"{path}: not UTF-8 text") from None
     if not text.strip():
         raise TrajectoryError(f"{path}: empty file (no trajectory in it)")
-    if (reader := _session_log_reader(text)) is not None:
-        return parse_trajectory(reader(text, str(path)), str(path))
+    first, _, rest = text.strip().partition("\n")
     try:
-        data = parse_json(text)
+        head: Any = parse_json(first)
+    except ValueError:
+        head = _UNREAD
+    if (reader := _session_log_reader(head, several_lines=bool(rest))) is not None:
+        return parse_trajectory(reader(text, str(path)), str(path))
+    data = head if not rest and head is not _UNREAD else _whole_document(text, path)
+    if is_gemini_recording(data):
+        data = recording_as_trajectory(data, str(path))
+    return parse_trajectory(data, str(path))
+
+
+_UNREAD = object()  # a first line that is not JSON on its own
+
+
+def _whole_document(text: str, path: Path) -> Any:
+    """``text`` parsed as one JSON document; ``TrajectoryError`` says where it is not."""
+    try:
+        return parse_json(text)
     except json.JSONDecodeError as exc:
         raise TrajectoryError(
             f"{path}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
         ) from None
     except ValueError as exc:
         raise TrajectoryError(f"{path}: not valid JSON ({exc})") from None
-    if is_gemini_recording(data):
-        data = recording_as_trajectory(data, str(path))
-    return parse_trajectory(data, str(path))
 
 
-def _session_log_reader(text: str) -> Callable[[str, str], JSONObject] | None:
-    """The reader of ``text`` when it is an agent's own session log, JSON Lines whose
-    first line is a Claude Code transcript's, a Codex rollout's or a Gemini CLI recording's
-    (a trajectory on one line is not parsed twice)."""
-    first, _, rest = text.strip().partition("\n")
-    if not rest:
-        return None
-    try:
-        line = parse_json(first)
-    except ValueError:
-        return None
-    if is_transcript_line(line):
+def _session_log_reader(
+    head: object, *, several_lines: bool
+) -> Callable[[str, str], JSONObject] | None:
+    """The reader of a file whose first line, parsed, is ``head`` when the file is an
+    agent's own session log in JSON Lines, of one line or more: a Claude Code transcript, a
+    Codex rollout or (several lines) a Gemini CLI recording; a recording on one line is a
+    whole recording, and a trajectory, even on one line, is none of these."""
+    if is_transcript_line(head):
         return transcript_as_trajectory
-    if is_rollout_line(line):
+    if is_rollout_line(head):
         return rollout_as_trajectory
-    if is_gemini_recording(line):
+    if several_lines and is_gemini_recording(head):
         return recording_lines_as_trajectory
     return None
 
