@@ -3,8 +3,9 @@
 What shrinks: old successful tool results (each becomes a stub), the long string
 arguments of old tool calls (a file's new content, an edit's old and new text: each value
 becomes a stub inside the call, which keeps its tool, id and short arguments such as the
-path; a free-form input, such as a patch, becomes a stub as a whole), and the head of old long replies (their reasoning; the end, where a text-protocol
-reply states its action, stays). Failed calls and their results stay verbatim (R5.1), and
+path; a free-form input, such as a patch, becomes a stub as a whole), and the head of old
+long replies (their reasoning; the end, where a text-protocol reply states its action,
+stays). Failed calls and their results stay verbatim (R5.1), and
 so do the newest ``prune_keep_recent`` results and replies.
 
 Prices are relative to an uncached input token: a cache read costs ``read``, a cache write

@@ -100,10 +100,10 @@ class _Reader:
     def read(self, kind: str, payload: JSONObject) -> None:
         """Take one line's ``type`` and ``payload``."""
         model, message = payload.get("model"), payload.get("message")
-        if kind == "session_meta":
-            self._session_meta(payload)
         if kind in ("session_meta", "turn_context") and isinstance(model, str):
             self._model = model
+        if kind == "session_meta":
+            self._session_meta(payload)
         elif kind == "compacted" and isinstance(message, str):
             self._said(message, before_any_reply=self.task)
         elif kind == "response_item":
