@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from contextengine.errors import TrajectoryError
 from contextengine.measure.trajectory import load_trajectory
+
+from .conftest import cli
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claude_code"
 SONNET_SESSION = FIXTURES / "5ed31c36-bca8-40fd-8d24-f1a1f0af7901.jsonl"
@@ -61,12 +61,7 @@ def test_a_real_session_reads_as_its_replies_with_their_calls_and_results() -> N
 
 
 def test_replay_takes_a_transcript_and_compares_it_with_every_policy() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "contextengine.cli", "replay", str(SONNET_SESSION), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = cli("replay", SONNET_SESSION, "--json")
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout)
     assert figures["steps"] == 3 and figures["reference_recall"] is not None

@@ -8,8 +8,6 @@ rollouts of Codex 0.60 and the items of ``codex-rs/protocol``).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,8 @@ import pytest
 from contextengine.errors import TrajectoryError
 from contextengine.measure.codex import rollout_as_trajectory
 from contextengine.measure.trajectory import load_trajectory
+
+from .conftest import cli
 
 BASE = "You are Codex, a coding agent."
 PATCH = "*** Begin Patch\n*** Update File: calc.py\n@@\n-    return a - b\n+    return a + b\n*** End Patch\n"
@@ -157,12 +157,7 @@ def test_the_usage_codex_counted_is_summed_once_a_model_call(tmp_path: Path) -> 
 
 def test_the_table_says_what_the_session_log_records(tmp_path: Path) -> None:
     path = write(tmp_path / "rollout.jsonl", ROLLOUT)
-    done = subprocess.run(
-        [sys.executable, "-m", "contextengine.cli", "replay", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = cli("replay", path)
     assert done.returncode == 0, done.stderr
     assert "as the session log records it: 2 model calls, 7,207 input tokens (85.3% cached)" in (
         " ".join(done.stdout.split())
@@ -209,18 +204,13 @@ def test_a_malformed_rollout_is_one_error_naming_file_and_line(tmp_path: Path) -
     path.write_text(json.dumps(ROLLOUT[0]) + "\n[1, 2]\n")
     with pytest.raises(TrajectoryError, match=r"line 2: not a Codex rollout line"):
         load_trajectory(path)
-    with pytest.raises(TrajectoryError, match=r"no model reply in this Codex rollout"):
+    with pytest.raises(TrajectoryError, match=r"no assistant reply in this Codex rollout"):
         load_trajectory(write(path, ROLLOUT[:8]))
 
 
 def test_replay_takes_a_rollout_and_compares_it_with_every_policy(tmp_path: Path) -> None:
     path = write(tmp_path / "rollout.jsonl", ROLLOUT)
-    done = subprocess.run(
-        [sys.executable, "-m", "contextengine.cli", "replay", str(path), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = cli("replay", path, "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["steps"] == 7

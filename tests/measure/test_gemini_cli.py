@@ -9,14 +9,14 @@ JSON Lines whose messages are written again under the same id once their calls f
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from contextengine.errors import TrajectoryError
 from contextengine.measure.trajectory import load_trajectory
+
+from .conftest import cli
 
 HEAD = {"sessionId": "9f2c", "projectHash": "a33c", "startTime": "2025-12-03T10:00:00Z"}
 
@@ -114,7 +114,7 @@ def test_a_malformed_recording_is_one_error_naming_the_file(tmp_path: Path) -> N
     with pytest.raises(TrajectoryError, match=r"session\.json: messages: expected a list"):
         load_trajectory(path)
     path.write_text(json.dumps({**HEAD, "messages": [user("Hello.")]}))
-    with pytest.raises(TrajectoryError, match="no model reply in this Gemini CLI recording"):
+    with pytest.raises(TrajectoryError, match="no assistant reply in this Gemini CLI recording"):
         load_trajectory(path)
     lines = tmp_path / "session.jsonl"
     lines.write_text(json.dumps(HEAD) + "\n" + json.dumps(MESSAGES[0]) + "\n{oops\n")
@@ -125,12 +125,7 @@ def test_a_malformed_recording_is_one_error_naming_the_file(tmp_path: Path) -> N
 def test_replay_takes_a_recording(tmp_path: Path) -> None:
     path = tmp_path / "session.json"
     path.write_text(json.dumps({**HEAD, "messages": MESSAGES}))
-    done = subprocess.run(
-        [sys.executable, "-m", "contextengine.cli", "replay", str(path), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = cli("replay", path, "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["steps"] == 3

@@ -20,8 +20,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from contextengine.errors import TrajectoryError
-from contextengine.measure.recorded_session import StepDraft, typed_lines
+from contextengine.measure.recorded_session import StepDraft, trajectory_of, typed_lines
 from contextengine.untrusted import JSONObject, JSONValue
 
 SYNTHETIC_MODEL = "<synthetic>"
@@ -53,22 +52,15 @@ def transcript_as_trajectory(text: str, name: str) -> JSONObject:
     for entry in entries:
         if bool(entry.get("isSidechain")) == sidechain:
             reader.read(entry)
-    steps = [s for s in reader.steps if s.holds_anything()]
-    if not steps:
-        raise TrajectoryError(f"{name}: no assistant reply in this Claude Code transcript")
-    models = Counter(s.model for s in steps if s.model)
-    return {
-        "source": name,
-        "model": models.most_common(1)[0][0] if models else "",
-        "task": reader.task or "",
-        "steps": [s.as_json() for s in steps],
-        **_recorded_usage(reader.usage_of_reply.values()),
-    }
+    usage = _recorded_usage(reader.usage_of_reply.values())
+    return trajectory_of(
+        name, "Claude Code transcript", reader.steps, task=reader.task or "", usage=usage
+    )
 
 
-def _recorded_usage(usages: Iterable[JSONValue]) -> JSONObject:
-    """``recorded_usage`` from each reply's Anthropic usage (``input_tokens`` is the
-    uncached part there), or nothing when the replies carry none."""
+def _recorded_usage(usages: Iterable[JSONValue]) -> Counter[str]:
+    """The usage of the replies, from each reply's Anthropic usage (``input_tokens`` is the
+    uncached part there)."""
     total: Counter[str] = Counter()
     for usage in usages:
         if not isinstance(usage, dict):
@@ -80,7 +72,7 @@ def _recorded_usage(usages: Iterable[JSONValue]) -> JSONObject:
         total["cached_tokens"] += counts["cache_read_input_tokens"]
         total["cache_write_tokens"] += counts["cache_creation_input_tokens"]
         total["output_tokens"] += counts["output_tokens"]
-    return {"recorded_usage": dict(total)} if total else {}
+    return total
 
 
 def _entries(text: str, name: str) -> list[JSONObject]:

@@ -23,8 +23,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from contextengine.errors import TrajectoryError
-from contextengine.measure.recorded_session import StepDraft, typed_lines
+from contextengine.measure.recorded_session import StepDraft, trajectory_of, typed_lines
 from contextengine.untrusted import JSONObject, JSONValue, parse_json
 
 ROLLOUT_TYPES = frozenset(
@@ -69,18 +68,14 @@ def rollout_as_trajectory(text: str, name: str) -> JSONObject:
         kind, payload = line.get("type"), line.get("payload")
         if isinstance(kind, str) and isinstance(payload, dict):
             reader.read(kind, payload)
-    steps = [s for s in reader.steps if s.holds_anything()]
-    if not steps:
-        raise TrajectoryError(f"{name}: no model reply in this Codex rollout")
-    models = Counter(s.model for s in steps if s.model)
-    return {
-        "source": name,
-        "model": models.most_common(1)[0][0] if models else "",
-        "task": "\n\n".join(reader.task),
-        "system": "\n\n".join(reader.system),
-        "steps": [s.as_json() for s in steps],
-        **({"recorded_usage": dict(reader.usage)} if reader.usage["requests"] else {}),
-    }
+    return trajectory_of(
+        name,
+        "Codex rollout",
+        reader.steps,
+        task="\n\n".join(reader.task),
+        system="\n\n".join(reader.system),
+        usage=reader.usage,
+    )
 
 
 class _Reader:

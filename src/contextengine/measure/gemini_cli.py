@@ -21,8 +21,8 @@ from collections import Counter
 
 from contextengine.canonical import canonical_json
 from contextengine.errors import TrajectoryError
-from contextengine.measure.recorded_session import StepDraft
-from contextengine.untrusted import JSONObject, JSONValue, parse_json
+from contextengine.measure.recorded_session import StepDraft, json_lines, trajectory_of
+from contextengine.untrusted import JSONObject, JSONValue
 
 _SESSION_KEYS = ("sessionId", "projectHash")
 _TOKENS = ("input", "cached", "output", "thoughts")
@@ -45,13 +45,7 @@ def recording_lines_as_trajectory(text: str, name: str) -> JSONObject:
     ``$rewindTo`` drops that message and every later one, a ``$set`` of ``messages`` starts
     them over, and the head line may hold messages too."""
     messages: dict[str, JSONObject] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = parse_json(line)
-        except ValueError as exc:
-            raise TrajectoryError(f"{name}: line {number}: not valid JSON ({exc})") from None
+    for number, value in json_lines(text, name):
         if not isinstance(value, dict):
             raise TrajectoryError(f"{name}: line {number}: not a Gemini CLI recording line")
         _apply(messages, value)
@@ -100,16 +94,7 @@ def recording_as_trajectory(data: JSONObject, name: str) -> JSONObject:
             if step.holds_anything():
                 steps.append(step)
                 pending = []
-    if not steps:
-        raise TrajectoryError(f"{name}: no model reply in this Gemini CLI recording")
-    models = Counter(s.model for s in steps if s.model)
-    return {
-        "source": name,
-        "model": models.most_common(1)[0][0] if models else "",
-        "task": task or "",
-        "steps": [s.as_json() for s in steps],
-        **({"recorded_usage": dict(usage)} if usage else {}),
-    }
+    return trajectory_of(name, "Gemini CLI recording", steps, task=task or "", usage=usage)
 
 
 def _add_usage(usage: Counter[str], tokens: JSONValue) -> None:
