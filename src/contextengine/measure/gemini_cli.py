@@ -4,7 +4,8 @@ user's own Gemini CLI sessions (``~/.gemini/tmp/<project hash>/chats/session-*.j
 A recording is one JSON object, ``sessionId``, ``projectHash`` and ``messages``; newer
 versions write it as JSON Lines instead: that object's fields on the first line, then one
 message a line, a message written again under the same ``id`` once its tool calls finished
-(the last copy holds it all), and ``$set`` lines that update the fields. Each ``gemini``
+(in its first place, with the last copy's content), ``$set`` lines that update the fields
+and ``$rewindTo`` lines that drop a message and every later one. Each ``gemini``
 message is one reply and one step: its text, its thoughts (``subject: description``) and
 its ``toolCalls``, whose ``result`` parts (a ``functionResponse``'s output or error) are the
 observation; a call whose ``status`` is ``error``, or whose response is an error, marks the
