@@ -20,7 +20,13 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from contextengine.measure.recorded_session import StepDraft, trajectory_of, typed_lines
+from contextengine.measure.recorded_session import (
+    StepDraft,
+    part_text,
+    part_texts,
+    trajectory_of,
+    typed_lines,
+)
 from contextengine.untrusted import JSONObject, JSONValue
 
 SYNTHETIC_MODEL = "<synthetic>"
@@ -155,7 +161,7 @@ class _Reader:
                 if step is not None:
                     step.results.append(_text(block.get("content")))
                     step.is_error = step.is_error or block.get("is_error") is True
-            elif (text := _block_text(block)) is not None:
+            elif (text := part_text(block)) is not None:
                 human.append(text)
         if not human:
             return
@@ -167,19 +173,8 @@ class _Reader:
         self._reply_id = None
 
 
-def _text(content: object) -> str:
+def _text(content: JSONValue) -> str:
     """A tool result's content as text (a string, or text and image blocks)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = (_block_text(b) for b in content if isinstance(b, dict))
-        return "\n".join(t for t in texts if t is not None)
+    if isinstance(content, str | list):
+        return "\n".join(part_texts(content))
     return "" if content is None else str(content)
-
-
-def _block_text(block: JSONObject) -> str | None:
-    """A text block's text, ``[image]`` for an image, ``None`` for any other block."""
-    kind = block.get("type")
-    if kind == "text":
-        return str(block.get("text", ""))
-    return "[image]" if kind == "image" else None

@@ -23,7 +23,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from contextengine.measure.recorded_session import StepDraft, trajectory_of, typed_lines
+from contextengine.measure.recorded_session import (
+    StepDraft,
+    part_texts,
+    trajectory_of,
+    typed_lines,
+)
 from contextengine.untrusted import JSONObject, JSONValue, parse_json
 
 ROLLOUT_TYPES = frozenset(
@@ -129,7 +134,7 @@ class _Reader:
         if kind == "message":
             self._message(item)
         elif kind == "reasoning":
-            texts = _texts(item.get("summary")) + _texts(item.get("content"))
+            texts = part_texts(item.get("summary")) + part_texts(item.get("content"))
             if texts:
                 self._reply().reasoning.append("\n\n".join(texts))
         elif kind in _CALLS:
@@ -139,7 +144,7 @@ class _Reader:
 
     def _message(self, item: JSONObject) -> None:
         role = item.get("role")
-        text = "\n".join(_texts(item.get("content")))
+        text = "\n".join(part_texts(item.get("content")))
         if role == "assistant":
             if text.strip():
                 self._reply().text.append(text)
@@ -202,28 +207,12 @@ def _arguments(item: JSONObject) -> JSONValue:
     return action if isinstance(action, dict) else {}
 
 
-def _texts(content: object) -> list[str]:
-    """The texts of a list of content parts (``[image]`` for an image), or a string."""
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    texts: list[str] = []
-    for part in content:
-        if isinstance(part, dict):
-            if isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            elif str(part.get("type", "")).endswith("image"):
-                texts.append("[image]")
-    return texts
-
-
-def _output_text(output: object) -> str:
+def _output_text(output: JSONValue) -> str:
     """A call's output as the model read it: a string as is, content parts joined, an
     MCP result's content."""
     if isinstance(output, dict):
         output = output.get("content", output.get("output"))
-    return "\n".join(_texts(output))
+    return "\n".join(part_texts(output))
 
 
 def _failed(output: object, text: str) -> bool:

@@ -22,7 +22,12 @@ from collections import Counter
 
 from contextengine.canonical import canonical_json
 from contextengine.errors import TrajectoryError
-from contextengine.measure.recorded_session import StepDraft, json_lines, trajectory_of
+from contextengine.measure.recorded_session import (
+    StepDraft,
+    json_lines,
+    part_texts,
+    trajectory_of,
+)
 from contextengine.untrusted import JSONObject, JSONValue
 
 _SESSION_KEYS = ("sessionId", "projectHash")
@@ -163,14 +168,8 @@ def _result(result: JSONValue) -> tuple[str, bool]:
 
 def _text(content: JSONValue) -> str:
     """A message's content as text: a string, or its parts' texts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            p if isinstance(p, str) else str(p.get("text", ""))
-            for p in content
-            if isinstance(p, str) or (isinstance(p, dict) and isinstance(p.get("text"), str))
-        )
+    if isinstance(content, str | list):
+        return "\n".join(part_texts(content))
     if isinstance(content, dict) and isinstance(text := content.get("text"), str):
         return text
     return "" if content is None else canonical_json(content)

@@ -1,6 +1,6 @@
 """What the readers of agents' own session logs (Claude Code transcripts, Codex rollouts,
-Gemini CLI recordings) share: the log's lines parsed one by one, a step being read back from
-them, and the trajectory the steps make."""
+Gemini CLI recordings) share: the log's lines parsed one by one, the text of a message's
+content parts, a step being read back from them, and the trajectory the steps make."""
 
 from __future__ import annotations
 
@@ -22,6 +22,26 @@ def json_lines(text: str, name: str) -> Iterator[tuple[int, JSONValue]]:
             yield number, parse_json(line)
         except ValueError as exc:
             raise TrajectoryError(f"{name}: line {number}: not valid JSON ({exc})") from None
+
+
+def part_text(part: JSONValue) -> str | None:
+    """A content part's text: a string as it is, a part's ``text``, ``[image]`` for an
+    image part, ``None`` for any other part."""
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict):
+        return None
+    if isinstance(text := part.get("text"), str):
+        return text
+    return "[image]" if str(part.get("type", "")).endswith("image") else None
+
+
+def part_texts(content: JSONValue) -> list[str]:
+    """The texts of ``content``: a string, or a list of content parts (``part_text``)."""
+    if isinstance(content, str):
+        return [content]
+    parts = content if isinstance(content, list) else []
+    return [text for part in parts if (text := part_text(part)) is not None]
 
 
 def typed_lines(text: str, name: str, kind: str) -> list[JSONObject]:
