@@ -237,7 +237,9 @@ class ModelReply:
 
     ``provider_items`` are the provider's own opaque items that must go back to it, in
     order and byte for byte, with this reply in later requests (OpenAI encrypted reasoning
-    items, Anthropic signed thinking blocks), in that provider's wire shape.
+    items, Anthropic signed thinking blocks), in that provider's wire shape. ``ends_turn``:
+    the provider already knows the reply is the turn's final answer (a replay's recorded
+    one), whatever the text protocol would make of its text.
     """
 
     content: str = ""
@@ -246,6 +248,7 @@ class ModelReply:
     usage: Usage = field(default_factory=Usage)
     finish_reason: FinishReason = "stop"
     provider_items: tuple[JSONObject, ...] = ()
+    ends_turn: bool = False
 
 
 @dataclass(frozen=True)

@@ -159,6 +159,49 @@ def test_text_protocol_run_without_tools_or_calls(
     assert again["cost_usd"] == figures["cost_usd"]
 
 
+def _chat(rounds: int, step: dict[str, Any]) -> dict[str, Any]:
+    """A run of ``rounds`` user turns, each one ``step`` and a prose answer to the user."""
+    steps: list[dict[str, Any]] = []
+    for k in range(rounds):
+        steps.append({**step, **({"user": f"And now case {k}?"} if k else {})})
+        steps.append({"assistant": f"Case {k} is handled: nothing else to change there."})
+    return {"task": "Go through the cases.", "steps": steps}
+
+
+def _requests_text(directory: Path) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(directory.glob("*.json")))
+
+
+def test_a_text_protocol_run_ends_each_round_on_its_recorded_prose_answer(
+    tmp_path: Path,
+) -> None:
+    step = {"assistant": "THOUGHT: check\n\n```bash\nls cases\n```", "observation": "a b c"}
+    recording = _chat(4, step)
+    assert not parse_trajectory(recording, "chat").native_calls
+    figures = run_json(write_json(tmp_path / "chat.json", recording), "--dump", tmp_path / "d")
+    assert figures["steps"] == 8
+    assert figures["side_calls"] == []  # no invalid replies, so no 3-strike reboot
+    assert "Action:" not in _requests_text(tmp_path / "d")
+    last = dumped(tmp_path / "d", "request-0007.json")["messages"]
+    assert all(m["role"] in {"system", "user", "assistant"} for m in last)
+
+
+def test_calls_without_ids_or_declared_tools_replay_as_native_calls(tmp_path: Path) -> None:
+    """A converter that keeps neither schemas nor call ids (the trajectory format names
+    neither): the calls are not in the text, so the replay sends them as tool calls."""
+    step = {"assistant": "", "tool_calls": [{"name": "ls", "arguments": {"path": "cases"}}]}
+    recording = _chat(4, {**step, "observation": "a b c"})
+    assert parse_trajectory(recording, "chat").native_calls
+    figures = run_json(write_json(tmp_path / "chat.json", recording), "--dump", tmp_path / "d")
+    assert figures["side_calls"] == []
+    assert "Action:" not in _requests_text(tmp_path / "d")
+    last = dumped(tmp_path / "d", "request-0007.json")["messages"]
+    calls = [c for m in last if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    assert [c["function"]["name"] for c in calls] == ["ls"] * 4
+    assert sum(m["role"] == "tool" for m in last) == 4
+    assert figures["input_cost_usd"] <= figures["baselines"]["full_history"]["input_cost_usd"]
+
+
 def test_a_short_final_answer_and_a_round_ending_on_tool_calls_keep_the_alignment(
     multi_round: dict[str, Any], tmp_path: Path
 ) -> None:

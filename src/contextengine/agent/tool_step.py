@@ -72,7 +72,7 @@ def interpret(reply: ModelReply, protocol: Literal["native", "text"]) -> Interpr
     # has already parsed the action.
     if reply.tool_calls:
         return _capped_calls(reply.tool_calls)
-    if protocol == "native":
+    if protocol == "native" or reply.ends_turn:
         return Interpretation(final_answer=reply.content)
     parsed = parse_text_reply(reply.content)
     if parsed.action is not None:

@@ -17,15 +17,13 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
-from contextengine.agent.text_protocol import parse_text_reply
-from contextengine.canonical import canonical_json
 from contextengine.compress.compaction import SUMMARY_HEADING
 from contextengine.compress.compressors import tool_category
 from contextengine.context.request import Request
 from contextengine.errors import ProviderError
 from contextengine.measure.accounting import CacheAccountant, CallCost
 from contextengine.measure.summaries import identifier_summary
-from contextengine.measure.trajectory import RecordedStep, Trajectory
+from contextengine.measure.trajectory import RecordedStep, Trajectory, written_action
 from contextengine.prices import CachePolicy
 from contextengine.providers.base import StreamingProvider
 from contextengine.toolkit.base import ToolOutcome
@@ -59,7 +57,6 @@ REBOOT_ANSWER = """\
 4. What to try differently: re-read the failing code and the full error before the next change.
 5. Human help: not needed yet; continuing with the plan."""
 
-_SHELL_BLOCK = re.compile(r"```(?:bash|sh|shell)[ \t]*\n(.*?)\n?```", re.S)
 _PLAN_TRAITS = ToolTraits(category="plan", compressor="todo")
 
 
@@ -154,13 +151,8 @@ def step_calls(step: RecordedStep, ends_round: bool) -> tuple[tuple[str, str], .
         return tuple((c.name, c.arguments_json) for c in step.tool_calls)
     if ends_round and not step.observation:
         return ()
-    parsed = parse_text_reply(step.assistant).action
-    if parsed is not None:
-        return ((parsed.name, parsed.arguments_json),)
-    block = _SHELL_BLOCK.search(step.assistant)
-    if block is not None:
-        return (("bash", canonical_json({"command": block.group(1)})),)
-    return ((PSEUDO_TOOL, "{}"),)
+    written = written_action(step.assistant)
+    return (written,) if written is not None else ((PSEUDO_TOOL, "{}"),)
 
 
 def output_text(step: RecordedStep) -> list[str]:
@@ -237,6 +229,8 @@ class ReplayProvider(StreamingProvider):
             tool_calls=calls,
             reasoning=step.reasoning,
             finish_reason="tool_calls" if calls else "stop",
+            # the recorded run ended its round here, in whatever protocol it spoke
+            ends_turn=not calls,
         )
 
     def _side_answer(self, request: Request) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -30,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from contextengine.agent.text_protocol import parse_text_reply
 from contextengine.canonical import canonical_json
 from contextengine.errors import ConfigError, TrajectoryError
 from contextengine.measure.claude_code import is_transcript_line, transcript_as_trajectory
@@ -143,8 +145,29 @@ class Trajectory(_Model):
 
     @property
     def native_calls(self) -> bool:
-        """Whether the run used native tool calling (declared tools or call ids), not text."""
-        return bool(self.tools) or any(c.id for s in self.steps for c in s.tool_calls)
+        """Whether the run used native tool calling, not text: it declared tools, its calls
+        have ids, or a step's calls are not written in its text (a recording whose converter
+        kept neither schemas nor ids; a text-protocol request shows only the text)."""
+        return (
+            bool(self.tools)
+            or any(c.id for s in self.steps for c in s.tool_calls)
+            or any(s.tool_calls and written_action(s.assistant) is None for s in self.steps)
+        )
+
+
+_SHELL_BLOCK = re.compile(r"```(?:bash|sh|shell)[ \t]*\n(.*?)\n?```", re.S)
+
+
+def written_action(text: str) -> tuple[str, str] | None:
+    """``(name, arguments_json)`` of the action a text-protocol reply writes out: an
+    ``Action:`` line, else a shell code block (a ``bash`` call); ``None`` when it has none."""
+    parsed = parse_text_reply(text).action
+    if parsed is not None:
+        return parsed.name, parsed.arguments_json
+    block = _SHELL_BLOCK.search(text)
+    if block is not None:
+        return "bash", canonical_json({"command": block.group(1)})
+    return None
 
 
 def load_trajectory(path: str | Path) -> Trajectory:
