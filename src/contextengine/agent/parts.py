@@ -26,6 +26,7 @@ from contextengine.compress.delta import shown_results
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import ObservationProcessor
 from contextengine.compress.prune import Pruner, PruneSettings
+from contextengine.compress.topic import user_text
 from contextengine.config import COMPONENT_FLAGS, Config
 from contextengine.context.builder import BuilderSettings, ContextBuilder
 from contextengine.context.tokens import count_tokens
@@ -374,6 +375,7 @@ def _processor(
         externalize=flags.externalize,
         traits=toolset.traits,
         shown=partial(shown_results, session) if flags.deltas else tuple,
+        topic=partial(user_text, session),
     )
 
 

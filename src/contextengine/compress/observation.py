@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from contextengine.compress.compressors import compress, tool_category
@@ -26,6 +25,7 @@ from contextengine.compress.externalize import (
     over_threshold,
 )
 from contextengine.compress.path_fold import fold_parallel_paths
+from contextengine.compress.topic import common_word, on_topic
 from contextengine.toolkit.base import ObservationKind, ToolOutcome
 from contextengine.toolkit.classify import error_tail
 from contextengine.toolkit.traits import Compressor, ToolTraits
@@ -53,9 +53,6 @@ _CD = re.compile(r"\s*cd\s+(/[^\s;&|]*)\s*(?:&&|;)")
 # a folder path whose first part is no host name (``src/pages/X.tsx``), or a file name
 # with an extension (``setup.cfg``); not a URL's ``github.com/...`` nor ``os.path.join``
 _RELATIVE_PATH = re.compile(r"(?:[^./]+/[^/]|[\w-]+\.[A-Za-z0-9]{1,5}\.?$)")
-# Zipf 4.5 is about 30 uses a million words: the 3,000 or so most frequent English words,
-# which say least about what a text holds, are at or above it and listed last.
-COMMON_WORD_ZIPF = 4.5
 
 
 @dataclass(frozen=True)
@@ -76,7 +73,8 @@ class ProcessedObservation:
 class ObservationProcessor:
     """Turns a tool outcome into its history and live forms for one session; ``traits``
     says what each tool (by name) declares, as ``Toolset.traits`` does; ``shown``, the
-    earlier results history shows whole (``delta.shown_results``), newest first."""
+    earlier results history shows whole (``delta.shown_results``), newest first; ``topic``,
+    what the user said (``topic.user_text``)."""
 
     def __init__(
         self,
@@ -86,12 +84,14 @@ class ObservationProcessor:
         externalize: bool,
         traits: Callable[[str], ToolTraits],
         shown: Callable[[], Sequence[ShownResult]] = tuple,
+        topic: Callable[[], str] = str,
     ) -> None:
         self._externalizer = externalizer
         self._mode = mode
         self._externalize = externalize
         self._traits = traits
         self._shown = shown
+        self._topic = topic
         self._seen: set[str] = set()
 
     def process(
@@ -167,7 +167,8 @@ class ObservationProcessor:
         The index lists the names new to this session (in no observation history holds,
         nor in the preview), so the model knows what the artifact holds without reading it;
         a name that is part of a longer listed one is held by it and not listed again.
-        When they do not all fit, paths that differ in one folder are written once
+        When they do not all fit, a few paths on the user's topic come first (``on_topic``)
+        and the other paths that differ in one folder are written once
         (``fold_parallel_paths``). When all of them fit and the call says the folder it ran
         in, relative paths get their absolute form too, as far as the room allows (it holds
         the relative one).
@@ -185,8 +186,11 @@ class ObservationProcessor:
         label = "Names in the full output: "
         index = name_list(label, fresh, MAX_INDEXED_NAMES, room)
         if index.endswith(" more)"):
-            # not all fit: parallel paths written once leave room for the names after them
-            fresh = fold_parallel_paths(fresh)
+            # not all fit: a few paths on the user's topic first, then the rest with
+            # parallel paths written once, which leaves room for the names after them
+            front = on_topic(fresh, self._topic())
+            moved = set(front)
+            fresh = [*front, *fold_parallel_paths([n for n in fresh if n not in moved])]
             index = name_list(label, fresh, MAX_INDEXED_NAMES, room)
         base = working_dir(arguments)
         if base is not None and index and not index.endswith(" more)"):
@@ -333,14 +337,6 @@ def names_in(text: str) -> list[str]:
         else:
             rare.setdefault(listed, None)
     return [*code, *rare, *common]
-
-
-@lru_cache(maxsize=65_536)
-def common_word(word: str) -> bool:
-    """Whether ``word`` is among the most frequent English words (wordfreq's Zipf scale)."""
-    from wordfreq import zipf_frequency  # imported on first use: it adds 0.2 s to every start
-
-    return zipf_frequency(word.lower(), "en") >= COMMON_WORD_ZIPF
 
 
 def maximal(names: Sequence[str], window: int) -> list[str]:

@@ -25,6 +25,7 @@ from contextengine.compress.delta import shown_results
 from contextengine.compress.externalize import Externalizer, UnrecoverableRef
 from contextengine.compress.observation import ObservationProcessor
 from contextengine.compress.prune import Pruner, PruneSettings
+from contextengine.compress.topic import user_text
 from contextengine.config import Config
 from contextengine.context.builder import (
     BuilderSettings,
@@ -105,6 +106,7 @@ class ContextMirror:
             externalize=self._config.flags.externalize,
             traits=lambda _name: UNDECLARED,
             shown=partial(shown_results, self.session) if self._config.flags.deltas else tuple,
+            topic=partial(user_text, self.session),
         )
         config = self._config
         # the framework's provider is not ours to ask: its model's prices, the cache
