@@ -321,6 +321,65 @@ def test_a_recorded_todo_tool_is_the_plan_the_tail_recites(tmp_path: Path) -> No
     assert first.endswith("task_plan.md, findings.md, progress.md.") and "No plan yet." in first
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        (
+            "write_todos",
+            {
+                "todos": [
+                    {"description": "Read the code", "status": "completed"},
+                    {"description": "Fix the bug", "status": "in_progress"},
+                ]
+            },
+        ),
+        (
+            "update_plan",
+            {
+                "plan": [
+                    {"step": "Read the code", "status": "completed"},
+                    {"step": "Fix the bug", "status": "in_progress"},
+                ]
+            },
+        ),
+        (
+            "task_tracker",
+            {
+                "command": "plan",
+                "task_list": [
+                    {"title": "Read the code", "status": "done"},
+                    {"title": "Fix the bug", "status": "in_progress"},
+                ],
+            },
+        ),
+    ],
+    ids=["gemini-cli", "codex", "openhands-sdk"],
+)
+def test_another_harness_plan_tool_is_the_plan_and_a_view_keeps_it(
+    tmp_path: Path, tool: str, arguments: dict[str, Any]
+) -> None:
+    ls = {"name": "shell", "arguments": {"command": "ls"}}
+    view = {"name": tool, "arguments": {"command": "view"}}
+    data = {
+        "task": "Fix it.",
+        "steps": [
+            {
+                "assistant": "Planning.",
+                "tool_calls": [{"name": tool, "arguments": arguments}],
+                "observation": "Plan updated",
+            },
+            {"assistant": "Looking.", "tool_calls": [view], "observation": "2 tasks"},
+            {"assistant": "Again.", "tool_calls": [ls], "observation": "a.py"},
+        ],
+    }
+    replay(parse_trajectory(data, "plan"), AgentRecipe(Config(overhead_share=None)), dump=tmp_path)
+    tails = [
+        json.loads((tmp_path / f"request-{n:04d}.json").read_text())["messages"][-1]["content"]
+        for n in range(1, 3)
+    ]
+    assert tails == ["Focus: step 2", "Focus: step 2"], "step 2 of the recorded plan, kept"
+
+
 def test_refs_name_artifacts_where_a_live_session_keeps_them() -> None:
     """A ref or stub is read on every later request: the replay's paths are as long as a
     live session's of the default layout, not a short folder that flatters the engine."""

@@ -1,3 +1,10 @@
+from typing import Any
+
+import pytest
+
+from contextengine.tools.todo import plan_items
+
+
 def test_todo_write_returns_the_list_and_a_recap(root, run) -> None:
     todos = [
         {"content": "read the code", "status": "done"},
@@ -26,3 +33,44 @@ def test_todo_statuses_are_checked(run) -> None:
     assert run("todo_write", todos=[{"content": "", "status": "done"}]).error.code == (
         "invalid_arguments"
     )
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {
+            "todos": [
+                {"content": "Read", "status": "completed"},
+                {"content": "Fix", "status": "in_progress"},
+            ]
+        },
+        {
+            "todos": [
+                {"description": "Read", "status": "completed"},
+                {"description": "Fix", "status": "in_progress"},
+            ]
+        },
+        {
+            "plan": [
+                {"step": "Read", "status": "completed"},
+                {"step": "Fix", "status": "in_progress"},
+            ]
+        },
+        {
+            "command": "plan",
+            "task_list": [
+                {"title": "Read", "notes": "", "status": "done"},
+                {"title": "Fix", "status": "in_progress"},
+            ],
+        },
+    ],
+    ids=["claude-code", "gemini-cli", "codex", "openhands-sdk"],
+)
+def test_other_harnesses_plan_tools_read_as_a_plan(arguments: dict[str, Any]) -> None:
+    assert plan_items(arguments) == [("Read", "done"), ("Fix", "in_progress")]
+
+
+def test_a_cancelled_step_leaves_the_plan_and_a_call_without_a_list_writes_none() -> None:
+    todos = [{"description": "Old idea", "status": "cancelled"}, {"title": "New", "status": "todo"}]
+    assert plan_items({"todos": todos}) == [("New", "pending")]
+    assert plan_items({"command": "view"}) is None

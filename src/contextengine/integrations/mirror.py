@@ -49,7 +49,7 @@ from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
 from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.traits import UNDECLARED
-from contextengine.tools.todo import TODO_TOOL_NAMES, todo_items
+from contextengine.tools.todo import TODO_TOOL_NAMES, plan_items
 
 ERROR_STATUS = "status"
 """Key an adapter may set to ``"error"`` on a neutral tool message: the call failed (kept verbatim)."""
@@ -194,8 +194,12 @@ class ContextMirror:
                 arguments = None  # sent back as it came: the model sees its own mistake
             name = function["name"]
             self._calls[call["id"]] = (name, arguments if isinstance(arguments, dict) else {})
-            if name.lower() in TODO_TOOL_NAMES and isinstance(arguments, dict):
-                self._plan = apply_todos(self._plan, todo_items(arguments.get("todos")))
+            if (
+                name.lower() in TODO_TOOL_NAMES
+                and isinstance(arguments, dict)
+                and (items := plan_items(arguments)) is not None
+            ):
+                self._plan = apply_todos(self._plan, items)
                 self._wrote_plan = True
             as_json = raw if arguments is None else canonical_json(arguments)
             yield ToolCallRecord(id=call["id"], name=name, arguments_json=as_json)

@@ -33,7 +33,7 @@ from contextengine.toolkit.mask import ToolMask
 from contextengine.toolkit.spec import ToolSpec
 from contextengine.toolkit.traits import UNDECLARED, ToolTraits
 from contextengine.tools.context import ToolContext
-from contextengine.tools.todo import TODO_TOOL_NAMES, todo_items
+from contextengine.tools.todo import TODO_TOOL_NAMES, plan_items
 from contextengine.types import (
     Message,
     ModelReply,
@@ -291,9 +291,9 @@ class RecordedTools:
         arguments = call.arguments_or_empty()
         if outcome.status == "error" and _recorded_no(call.name, arguments, outcome.text):
             outcome = ToolOutcome.ok(outcome.text)
-        if call.name.lower() in TODO_TOOL_NAMES:
+        if call.name.lower() in TODO_TOOL_NAMES and (items := plan_items(arguments)) is not None:
             # the list the recorded model wrote becomes the plan, as todo_write's would
-            todos = [{"content": c, "status": s} for c, s in todo_items(arguments.get("todos"))]
+            todos = [{"content": c, "status": s} for c, s in items]
             return replace(outcome, data={**outcome.data, "todos": todos})
         if tool_category(call.name, arguments) == "read":
             return replace(outcome, kind="file")

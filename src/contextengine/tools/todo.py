@@ -16,16 +16,24 @@ from contextengine.toolkit.base import ToolOutcome
 from contextengine.toolkit.traits import ToolTraits
 from contextengine.tools.context import ToolContext
 
-TODO_TOOL_NAMES = frozenset({"todo", "todo_write", "todowrite", "write_todos"})
-"""Tool names (any letter case) whose ``todos`` argument, items with content and status, is
-the model's plan: this tool's and the ones other harnesses and frameworks name alike."""
+TODO_TOOL_NAMES = frozenset(
+    {"todo", "todo_write", "todowrite", "write_todos", "update_plan", "task_tracker"}
+)
+"""Tool names (any letter case) whose list of items with a text and a status is the model's
+plan: this tool's, Claude Code's and deepagents' (``todos`` of ``content``), Gemini CLI's
+(``todos`` of ``description``), Codex's ``update_plan`` (``plan`` of ``step``) and the
+OpenHands SDK's ``task_tracker`` (``task_list`` of ``title``)."""
+_PLAN_LISTS = ("todos", "plan", "task_list")
+_ITEM_TEXTS = ("content", "description", "step", "title", "text", "task")
 _STATUS_NAMES: Mapping[str, TodoStatus] = {
     "pending": "pending",
     "in_progress": "in_progress",
     "done": "done",
     "completed": "done",
     "failed": "failed",
+    "todo": "pending",
 }
+_DROPPED = frozenset({"cancelled", "canceled"})  # a step no longer planned
 
 
 class TodoItem(BaseModel):
@@ -67,15 +75,20 @@ def todo_recap(todos: list[TodoItem]) -> str:
     return recap + (f" Now: {current}" if current else "")
 
 
-def todo_items(items: Any) -> list[tuple[str, TodoStatus]]:
-    """Another harness's ``todos`` argument as (text, status) pairs (``completed`` is done,
-    an unknown status pending); unreadable items are skipped."""
+def plan_items(arguments: Mapping[str, Any]) -> list[tuple[str, TodoStatus]] | None:
+    """Another harness's plan-tool arguments as (text, status) pairs: the first list of
+    ``_PLAN_LISTS`` they hold, each item's first text of ``_ITEM_TEXTS`` (``completed`` is
+    done, ``todo`` and an unknown status pending, a cancelled step left out, an unreadable
+    item skipped); ``None`` for a call that writes no list (``task_tracker``'s ``view``)."""
+    items = next((v for key in _PLAN_LISTS if isinstance(v := arguments.get(key), list)), None)
+    if items is None:
+        return None
     out: list[tuple[str, TodoStatus]] = []
-    for item in items if isinstance(items, list) else ():
+    for item in items:
         if not isinstance(item, Mapping):
             continue
-        text = item.get("content") or item.get("text") or item.get("task")
-        status = _STATUS_NAMES.get(str(item.get("status", "pending")).lower(), "pending")
-        if isinstance(text, str) and text.strip():
-            out.append((text, status))
+        text = next((t for key in _ITEM_TEXTS if isinstance(t := item.get(key), str)), "")
+        status = str(item.get("status", "pending")).lower()
+        if text.strip() and status not in _DROPPED:
+            out.append((text, _STATUS_NAMES.get(status, "pending")))
     return out
