@@ -265,6 +265,16 @@ def test_long_lines_are_clipped(root: Path, run) -> None:
         ("Glob", {}, "glob"),
         ("LS", {}, "ls"),
         ("TodoWrite", {}, "todo"),
+        ("run_shell_command", {}, "shell"),  # Gemini CLI
+        ("read_many_files", {}, "read"),
+        ("replace", {}, "edit"),
+        ("list_directory", {}, "ls"),
+        ("search_file_content", {}, "grep"),
+        ("exec_command", {}, "shell"),  # Codex
+        ("apply_patch", {}, "edit"),
+        ("terminal", {}, "shell"),  # the OpenHands SDK
+        ("file_editor", {"command": "view"}, "read"),
+        ("write_to_file", {}, "write"),  # Cline
         ("file_read", {}, "other"),
         ("think", {}, "other"),
     ],

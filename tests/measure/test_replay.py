@@ -396,12 +396,20 @@ def test_refs_name_artifacts_where_a_live_session_keeps_them() -> None:
     assert all(".contextengine/sessions/default/default/workspace/" in t for t in refs)
 
 
-def _shell_run(observations: list[tuple[str, str]]) -> dict[str, Any]:
-    """A recorded run of ``bash`` calls, each failed (is_error) with the given observation."""
+def _shell_run(
+    observations: list[tuple[str, str]], tool: str = "bash", argv: bool = False
+) -> dict[str, Any]:
+    """A recorded run of ``tool`` calls, each failed (is_error) with the given observation;
+    ``argv``: the command as Codex's ``["bash", "-lc", command]``."""
     steps: list[dict[str, Any]] = [
         {
             "assistant": f"Trying {command}.",
-            "tool_calls": [{"name": "bash", "arguments": {"command": command}}],
+            "tool_calls": [
+                {
+                    "name": tool,
+                    "arguments": {"command": ["bash", "-lc", command] if argv else command},
+                }
+            ],
             "observation": observation,
             "is_error": True,
         }
@@ -423,6 +431,19 @@ def test_recorded_searches_that_found_nothing_are_no_strikes(silent: str) -> Non
     greps = [(f"grep -n 'def parse{k}' src/app.py", silent) for k in range(4)]
     # no overhead limit: a strike would reboot at once, so none may be counted
     figures = Replayer(parse_trajectory(_shell_run(greps))).engine(
+        AgentRecipe(Config(overhead_share=None))
+    )
+    assert figures.side_calls == ()
+
+
+@pytest.mark.parametrize(
+    ("tool", "argv"),
+    [("shell", True), ("exec_command", False), ("run_shell_command", False), ("terminal", False)],
+    ids=["codex-shell", "codex-exec", "gemini-cli", "openhands-sdk"],
+)
+def test_other_harnesses_searches_that_found_nothing_are_no_strikes(tool: str, argv: bool) -> None:
+    greps = [(f"grep -n 'def parse{k}' src/app.py", "Exit code: 1") for k in range(4)]
+    figures = Replayer(parse_trajectory(_shell_run(greps, tool, argv))).engine(
         AgentRecipe(Config(overhead_share=None))
     )
     assert figures.side_calls == ()

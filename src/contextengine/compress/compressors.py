@@ -39,23 +39,40 @@ MAX_LINE_CHARS = 2000
 OTHER_HEAD_CHARS = 1500
 OTHER_TAIL_CHARS = 500
 
+# Well-known tools of other harnesses: Claude Code, OpenHands (``execute_bash``, the SDK's
+# ``terminal``), Codex (``shell``, ``exec_command``, ``apply_patch``, ``list_dir``,
+# ``grep_files``), Gemini CLI (``run_shell_command``, ``read_many_files``, ``replace``,
+# ``list_directory``, ``search_file_content``), deepagents (``execute``, ``edit_file``) and
+# Cline (``execute_command``, ``write_to_file``, ``replace_in_file``, ``list_files``).
 _FOREIGN_NAMES: Mapping[str, Category] = {
-    "bash": "shell",
-    "execute_bash": "shell",
-    "shell": "shell",
-    "run_command": "shell",
-    "read": "read",
-    "read_file": "read",
-    "view": "read",
-    "edit": "edit",
-    "multiedit": "edit",
-    "write": "write",
-    "grep": "grep",
+    **dict.fromkeys(
+        (
+            "bash",
+            "execute_bash",
+            "shell",
+            "run_command",
+            "terminal",
+            "exec_command",
+            "shell_command",
+            "run_shell_command",
+            "execute",
+            "execute_command",
+        ),
+        "shell",
+    ),
+    **dict.fromkeys(("read", "read_file", "view", "read_many_files"), "read"),
+    **dict.fromkeys(
+        ("edit", "multiedit", "edit_file", "replace", "apply_patch", "replace_in_file"), "edit"
+    ),
+    **dict.fromkeys(("write", "write_file", "write_to_file"), "write"),
+    **dict.fromkeys(
+        ("grep", "grep_search", "search_file_content", "grep_files", "search_files"), "grep"
+    ),
     "glob": "glob",
-    "ls": "ls",
-    "todowrite": "todo",
+    **dict.fromkeys(("ls", "list_dir", "list_directory", "list_files"), "ls"),
+    **dict.fromkeys(("todowrite", "write_todos", "update_plan"), "todo"),
 }
-_EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
+_EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "file_editor"})
 _EDITOR_COMMANDS: Mapping[str, Category] = {
     "view": "read",
     "create": "write",

@@ -305,6 +305,8 @@ def _recorded_no(tool_name: str, arguments: JSONObject, text: str) -> bool:
     (``answered_no``): its observation holds one exit status, and around it only empty
     wrappers and what the command printed."""
     command = arguments.get("command")
+    if isinstance(command, list) and command:
+        command = command[-1]  # Codex's ``["bash", "-lc", "grep ..."]``
     if tool_category(tool_name, arguments) != "shell" or not isinstance(command, str):
         return False
     codes = exit_statuses(text)
