@@ -436,13 +436,30 @@ def test_recorded_searches_that_found_nothing_are_no_strikes(silent: str) -> Non
     assert figures.side_calls == ()
 
 
+_GEMINI_SHELL = """Command: grep -n parse src/app.py
+Directory: (root)
+Output: (empty)
+Error: (none)
+Exit Code: 1
+Signal: (none)
+Background PIDs: (none)
+Process Group PGID: 4242"""
+
+
 @pytest.mark.parametrize(
-    ("tool", "argv"),
-    [("shell", True), ("exec_command", False), ("run_shell_command", False), ("terminal", False)],
+    ("tool", "argv", "silent"),
+    [
+        ("shell", True, "Exit code: 1\nWall time: 0.1 seconds\nOutput:\n"),
+        ("exec_command", False, "Exit code: 1\nWall time: 0 seconds\nOutput:"),
+        ("run_shell_command", False, _GEMINI_SHELL),
+        ("terminal", False, "[Command finished with exit code 1]"),
+    ],
     ids=["codex-shell", "codex-exec", "gemini-cli", "openhands-sdk"],
 )
-def test_other_harnesses_searches_that_found_nothing_are_no_strikes(tool: str, argv: bool) -> None:
-    greps = [(f"grep -n 'def parse{k}' src/app.py", "Exit code: 1") for k in range(4)]
+def test_other_harnesses_searches_that_found_nothing_are_no_strikes(
+    tool: str, argv: bool, silent: str
+) -> None:
+    greps = [(f"grep -n 'def parse{k}' src/app.py", silent) for k in range(4)]
     figures = Replayer(parse_trajectory(_shell_run(greps, tool, argv))).engine(
         AgentRecipe(Config(overhead_share=None))
     )
@@ -456,6 +473,8 @@ def test_recorded_failures_with_a_message_or_of_other_commands_still_strike() ->
         [("python3 -c 'import app'", said)] * 3,
         [("./check.sh", silent)] * 3,  # not a search: its status 1 is a failure
         [("grep -n x src/app.py", "<returncode>2</returncode>\n<output>\n</output>")] * 3,
+        [("grep -n x src/app.py", _GEMINI_SHELL.replace("(empty)", "grep: src/app.py: denied"))]
+        * 3,
     ):
         figures = Replayer(parse_trajectory(_shell_run(run))).engine(
             AgentRecipe(Config(overhead_share=None))

@@ -46,6 +46,15 @@ from contextengine.types import (
 from contextengine.untrusted import JSONObject
 
 _EMPTY_ELEMENT = re.compile(r"<(\w+)>\s*</\1>")
+# the labelled lines other harnesses put around what a command printed: Codex's
+# ``Wall time: 0.1 seconds`` and ``Output:``, Gemini CLI's ``Command: ...``,
+# ``Directory: (root)``, ``Output: (empty)``, ``Error: (none)``, ``Signal: (none)`` ...
+_SHELL_LABEL = re.compile(
+    r"^(?:Wall time|Total output lines|Command|Directory|Signal|Background PIDs"
+    r"|Process Group PGID): .*$"
+    r"|^(?:Output|Error|Stdout|Stderr):[ \t]*(?:\((?:empty|none)\))?[ \t]*$",
+    re.M | re.I,
+)
 
 PSEUDO_TOOL = "observation"
 SHARED_OBSERVATION = "(the output of this call is included in the first result of this step)"
@@ -303,12 +312,12 @@ class RecordedTools:
 def _recorded_no(tool_name: str, arguments: JSONObject, text: str) -> bool:
     """Whether a recorded failed shell call is what ``shell_exec`` counts a success
     (``answered_no``): its observation holds one exit status, and around it only empty
-    wrappers and what the command printed."""
+    wrappers, a harness's labelled lines and what the command printed."""
     command = arguments.get("command")
     if isinstance(command, list) and command:
         command = command[-1]  # Codex's ``["bash", "-lc", "grep ..."]``
     if tool_category(tool_name, arguments) != "shell" or not isinstance(command, str):
         return False
     codes = exit_statuses(text)
-    printed = _EMPTY_ELEMENT.sub("", without_exit_statuses(text))
+    printed = _SHELL_LABEL.sub("", _EMPTY_ELEMENT.sub("", without_exit_statuses(text)))
     return len(codes) == 1 and answered_no(command, codes[0], printed)
