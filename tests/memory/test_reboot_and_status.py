@@ -187,6 +187,20 @@ def test_a_long_objective_is_cut_to_its_first_words() -> None:
     assert objective.startswith("Port the parser to the new grammar, Port")
 
 
+def test_the_objective_of_a_benchmark_prompt_is_its_task_element() -> None:
+    prompt = (
+        "<uploaded_files>\n/workspace/astropy__astropy__4.3\n</uploaded_files>\nI've uploaded"
+        " a python code repository. Consider the following PR description:\n\n"
+        "<pr_description>\nTimeSeries: misleading exception when required column check fails."
+        "\n</pr_description>\n\nCan you help me implement the necessary changes?"
+    )
+    assert objective_of(prompt) == (
+        "TimeSeries: misleading exception when required column check fails."
+    )
+    assert objective_of(prompt[:200]) == "TimeSeries: misleading exception wh", "cut short"
+    assert objective_of("Fix <task></task> parsing.") == "Fix <task></task> parsing."
+
+
 def test_in_view_the_tail_is_the_focus_and_after_a_high_risk_call_the_status() -> None:
     """A short history holds the objective, the plan call and the errors in view: no
     full status is due but after a high-risk call (R8.2), without the errors block; once

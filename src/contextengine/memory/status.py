@@ -24,11 +24,23 @@ TAIL_STEPS = 20  # steps a tail lists at most: a longer plan shows those around 
 TAIL_STEPS_BEFORE = 3  # of them, the steps listed before the focus
 FULL_EVERY = 5  # iterations between full recitals of an unchanged status (R8.2)
 _REMINDER_BLOCK = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+# the element a benchmark harness wraps the task in, after its own boilerplate (OpenHands'
+# and mini-swe-agent's SWE-bench prompts: ``<uploaded_files>…</uploaded_files> I've
+# uploaded a python code repository … <pr_description> the issue </pr_description>``)
+_TASK_ELEMENT = re.compile(
+    r"<(pr_description|problem_statement|issue_description|issue|task)>(.*?)(?:</\1>|\Z)",
+    re.DOTALL,
+)
 
 
 def objective_of(user_text: str) -> str:
-    """A user message as an objective: harness reminders removed, one line, capped."""
-    return _capped(one_line(_REMINDER_BLOCK.sub(" ", user_text)))
+    """A user message as an objective: harness reminders removed, the task element's
+    content when a harness wrapped the task in one (to its end tag, or the text's end in
+    a task cut short), one line, capped."""
+    text = _REMINDER_BLOCK.sub(" ", user_text)
+    if (task := _TASK_ELEMENT.search(text)) and task.group(2).strip():
+        text = task.group(2)
+    return _capped(one_line(text))
 
 
 def _capped(text: str) -> str:
