@@ -24,6 +24,13 @@ def test_a_word_is_on_topic_as_a_whole_part_of_a_path_not_inside_one() -> None:
     assert on_topic(names, "implement the reader of ascii.qdp") == ["repo/io/ascii"]
 
 
+def test_a_camel_case_name_of_the_topic_names_its_package_by_a_part() -> None:
+    names = [*[f"astropy/m{i}" for i in range(6)], "astropy/wcs/wcsapi", "astropy/io/fits"]
+    assert on_topic(names, "SlicedLowLevelWCS gives the wrong world_to_pixel") == [
+        "astropy/wcs/wcsapi"
+    ]
+
+
 def test_common_words_and_words_a_quarter_of_the_paths_hold_are_no_topic() -> None:
     names = [f"astropy/pkg{i}/tests" for i in range(8)]
     assert on_topic(names, "astropy: the tests of pkg3 fail") == ["astropy/pkg3/tests"]

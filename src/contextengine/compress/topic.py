@@ -23,6 +23,9 @@ from contextengine.session.session import Session
 COMMON_WORD_ZIPF = 4.5
 TOPIC_PATHS = 8  # at most this many paths are moved to the front
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{3,}")
+# the parts of a CamelCase name (``SlicedLowLevelWCS``: Sliced, Low, Level, WCS), which
+# name the package it lives in as often as the whole does (``astropy/wcs``)
+_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
 _PARTS = re.compile(r"[/._-]+")  # a path's folders and the words of their names
 _COMMON_SHARE = 0.25  # a word this share of the names hold is not a topic
 
@@ -37,7 +40,9 @@ def on_topic(names: Sequence[str], topic: str, most: int = TOPIC_PATHS) -> list[
     of their parts (a folder, a word of a name, in any letter case) that fewer than a
     quarter of the paths have, in their order."""
     paths = [(name, set(_PARTS.split(name.lower()))) for name in names if "/" in name]
-    words = {w.lower() for w in _WORD.findall(topic) if not common_word(w)}
+    whole = _WORD.findall(topic)
+    camel = (part for w in whole for part in _CAMEL_PART.findall(w) if len(part) >= 3)
+    words = {w.lower() for w in (*whole, *camel) if not common_word(w)}
     limit = _COMMON_SHARE * len(paths)
     words = {w for w in words if sum(w in parts for _, parts in paths) < limit}
     found: list[str] = []
