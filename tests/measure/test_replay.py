@@ -452,14 +452,21 @@ Process Group PGID: 4242"""
         ("shell", True, "Exit code: 1\nWall time: 0.1 seconds\nOutput:\n"),
         ("exec_command", False, "Exit code: 1\nWall time: 0 seconds\nOutput:"),
         ("run_shell_command", False, _GEMINI_SHELL),
-        ("terminal", False, "[Command finished with exit code 1]"),
+        ("terminal", False, "[The command completed with exit code 1.]"),
+        (
+            "execute_bash",
+            False,
+            "{command}[Python Interpreter: /usr/bin/python]\n"
+            "root@openhands-workspace:/workspace # \n[Command finished with exit code 1]",
+        ),
     ],
-    ids=["codex-shell", "codex-exec", "gemini-cli", "openhands-sdk"],
+    ids=["codex-shell", "codex-exec", "gemini-cli", "openhands-sdk", "openhands"],
 )
 def test_other_harnesses_searches_that_found_nothing_are_no_strikes(
     tool: str, argv: bool, silent: str
 ) -> None:
-    greps = [(f"grep -n 'def parse{k}' src/app.py", silent) for k in range(4)]
+    commands = [f"grep -n 'def parse{k}' src/app.py" for k in range(4)]
+    greps = [(c, silent.replace("{command}", c)) for c in commands]  # a terminal's echo
     figures = Replayer(parse_trajectory(_shell_run(greps, tool, argv))).engine(
         AgentRecipe(Config(overhead_share=None))
     )

@@ -49,10 +49,12 @@ _EMPTY_ELEMENT = re.compile(r"<(\w+)>\s*</\1>")
 # the labelled lines other harnesses put around what a command printed: Codex's
 # ``Wall time: 0.1 seconds`` and ``Output:``, Gemini CLI's ``Command: ...``,
 # ``Directory: (root)``, ``Output: (empty)``, ``Error: (none)``, ``Signal: (none)`` ...
+# OpenHands' ``[Python Interpreter: /usr/bin/python]`` and shell prompt (``root@host:/w # ``)
 _SHELL_LABEL = re.compile(
     r"^(?:Wall time|Total output lines|Command|Directory|Signal|Background PIDs"
     r"|Process Group PGID): .*$"
-    r"|^(?:Output|Error|Stdout|Stderr):[ \t]*(?:\((?:empty|none)\))?[ \t]*$",
+    r"|^(?:Output|Error|Stdout|Stderr):[ \t]*(?:\((?:empty|none)\))?[ \t]*$"
+    r"|\[Python Interpreter: [^\]\n]*\]|^[\w.-]+@[\w.-]+:[^\n]*[#$][ \t]*$",
     re.M | re.I,
 )
 
@@ -312,7 +314,8 @@ class RecordedTools:
 def _recorded_no(tool_name: str, arguments: JSONObject, text: str) -> bool:
     """Whether a recorded failed shell call is what ``shell_exec`` counts a success
     (``answered_no``): its observation holds one exit status, and around it only empty
-    wrappers, a harness's labelled lines and what the command printed."""
+    wrappers, a harness's labelled lines and prompt, the command's echo and what the
+    command printed."""
     command = arguments.get("command")
     if isinstance(command, list) and command:
         command = command[-1]  # Codex's ``["bash", "-lc", "grep ..."]``
@@ -320,4 +323,5 @@ def _recorded_no(tool_name: str, arguments: JSONObject, text: str) -> bool:
         return False
     codes = exit_statuses(text)
     printed = _SHELL_LABEL.sub("", _EMPTY_ELEMENT.sub("", without_exit_statuses(text)))
+    printed = printed.strip().removeprefix(command.strip())  # a terminal's echo of it
     return len(codes) == 1 and answered_no(command, codes[0], printed)
