@@ -74,3 +74,6 @@ def test_a_cancelled_step_leaves_the_plan_and_a_call_without_a_list_writes_none(
     todos = [{"description": "Old idea", "status": "cancelled"}, {"title": "New", "status": "todo"}]
     assert plan_items({"todos": todos}) == [("New", "pending")]
     assert plan_items({"command": "view"}) is None
+    assert plan_items({"task_list": [{"title": " ", "text": "Fix", "status": "done"}]}) == [
+        ("Fix", "done")
+    ]

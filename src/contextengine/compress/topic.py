@@ -5,7 +5,7 @@ first; the folder the task is about (``astropy/timeseries`` for a ``TimeSeries``
 come after the room runs out, and the agent's next call goes there. So a few paths that
 share a rare word with what the user said are listed first. Few, because a task's words
 match many names (every file of ``io/ascii`` for an ``ascii`` bug), which would push out
-the names the agent goes on to use; and not a word that a quarter of the names share (the
+the names the agent goes on to use; and not a word that a quarter of the paths have (the
 repository's own name), which says nothing about where to look.
 """
 
@@ -27,7 +27,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{3,}")
 # name the package it lives in as often as the whole does (``astropy/wcs``)
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
 _PARTS = re.compile(r"[/._-]+")  # a path's folders and the words of their names
-_COMMON_SHARE = 0.25  # a word this share of the names hold is not a topic
+_COMMON_SHARE = 0.25  # a word this share of the paths have is not a topic
 
 
 def user_text(session: Session) -> str:

@@ -77,7 +77,7 @@ def todo_recap(todos: list[TodoItem]) -> str:
 
 def plan_items(arguments: Mapping[str, Any]) -> list[tuple[str, TodoStatus]] | None:
     """Another harness's plan-tool arguments as (text, status) pairs: the first list of
-    ``_PLAN_LISTS`` they hold, each item's first text of ``_ITEM_TEXTS`` (``completed`` is
+    ``_PLAN_LISTS`` they hold, each item's first non-empty text of ``_ITEM_TEXTS`` (``completed`` is
     done, ``todo`` and an unknown status pending, a cancelled step left out, an unreadable
     item skipped); ``None`` for a call that writes no list (``task_tracker``'s ``view``)."""
     items = next((v for key in _PLAN_LISTS if isinstance(v := arguments.get(key), list)), None)
@@ -87,7 +87,9 @@ def plan_items(arguments: Mapping[str, Any]) -> list[tuple[str, TodoStatus]] | N
     for item in items:
         if not isinstance(item, Mapping):
             continue
-        text = next((t for key in _ITEM_TEXTS if isinstance(t := item.get(key), str)), "")
+        text = next(
+            (t for key in _ITEM_TEXTS if isinstance(t := item.get(key), str) and t.strip()), ""
+        )
         status = str(item.get("status", "pending")).lower()
         if text.strip() and status not in _DROPPED:
             out.append((text, _STATUS_NAMES.get(status, "pending")))
