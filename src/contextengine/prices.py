@@ -62,6 +62,13 @@ PRICE_HOUR = 12
 """The UTC hour prices are read at: the standard tier of time-of-day prices."""
 
 
+def load_price_table() -> None:
+    """Load genai-prices' bundled table now rather than when the first turn is priced."""
+    from genai_prices.data_snapshot import get_snapshot
+
+    get_snapshot()
+
+
 @cache
 def model_prices(model: str) -> Prices | None:
     """The prices of ``model`` (a model name as a provider or a router reports it), or None

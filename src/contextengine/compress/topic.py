@@ -54,6 +54,13 @@ def on_topic(names: Sequence[str], topic: str, most: int = TOPIC_PATHS) -> list[
     return found
 
 
+def load_word_frequencies() -> None:
+    """Load wordfreq's English table now rather than in the middle of a first tool result."""
+    from wordfreq import zipf_frequency
+
+    zipf_frequency("the", "en")
+
+
 @lru_cache(maxsize=65_536)
 def common_word(word: str) -> bool:
     """Whether ``word`` is among the most frequent English words (wordfreq's Zipf scale)."""

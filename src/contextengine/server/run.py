@@ -17,8 +17,10 @@ from pathlib import Path
 import uvicorn
 from fastapi import FastAPI
 
+from contextengine.compress.topic import load_word_frequencies
 from contextengine.context.tokens import shared_counter
 from contextengine.errors import ContextEngineError
+from contextengine.prices import load_price_table
 from contextengine.server.guard import WILDCARD_HOSTS
 from contextengine.server.logs import install_log_filters
 from contextengine.server.protocol import HeaderDeadlineProtocol
@@ -74,9 +76,12 @@ def run_server(app: FastAPI, host: str, port: int, workspace: Path) -> None:
     except (OSError, OverflowError) as exc:
         sock.close()
         raise ContextEngineError(f"cannot listen on {host}:{port}: {exc}") from None
-    # Every turn counts tokens; loading the BPE tables takes a second or more of CPU, which
-    # the first turn would otherwise take from every request served meanwhile.
+    # Every turn counts tokens, reads tool results for names and is priced; loading the BPE
+    # tables, the word frequencies and the price table takes seconds of CPU (holding the
+    # GIL), which the first turns would otherwise take from every request served meanwhile.
     shared_counter()
+    load_word_frequencies()
+    load_price_table()
     bound = sock.getsockname()[1]
     shown = "127.0.0.1" if host in WILDCARD_HOSTS else host
     shown = f"[{shown}]" if ":" in shown else shown
