@@ -2,7 +2,7 @@ from pathlib import Path
 
 from contextengine.compress.externalize import Externalizer
 from contextengine.compress.observation import ObservationProcessor
-from contextengine.compress.topic import TOPIC_PATHS, on_topic, user_text
+from contextengine.compress.topic import TOPIC_PATHS, load_word_frequencies, on_topic, user_text
 from contextengine.session.entries import UserEntry
 from contextengine.session.session import Session
 from contextengine.toolkit.base import ToolOutcome
@@ -72,3 +72,11 @@ def test_a_ref_index_that_cannot_hold_every_name_lists_the_topics_paths(tmp_path
     on = processor("TimeSeries loses a column").process(2, "Bash", arguments, ToolOutcome.ok(text))
     assert " more)" in off.live and "repo/pkg/timeseries" not in off.live
     assert "repo/pkg/timeseries" in on.live.split("Names in the full output: ", 1)[1]
+
+
+def test_load_word_frequencies_reads_the_english_table_once_and_for_all() -> None:
+    from wordfreq import get_frequency_dict
+
+    get_frequency_dict.cache_clear()
+    load_word_frequencies()
+    assert get_frequency_dict.cache_info().currsize == 1, "the table a tool result consults"

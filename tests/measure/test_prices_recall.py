@@ -7,6 +7,7 @@ from contextengine.prices import (
     DEFAULT_FAMILY,
     RECORDED,
     Prices,
+    load_price_table,
     model_prices,
     priced_model,
     prices_for,
@@ -120,3 +121,12 @@ def test_replay_prices_resolve_recorded_to_the_run_model_or_the_default() -> Non
     assert replay_prices("gpt-4o", "gemini-2.5-pro") == "gpt-4o"
     assert replay_prices(RECORDED, "gemini-2.5-pro") == "gemini-2.5-pro"
     assert replay_prices(RECORDED, "my-finetune") == DEFAULT_FAMILY
+
+
+def test_load_price_table_reads_the_bundled_prices_once_and_for_all() -> None:
+    # genai-prices keeps its bundled table in this cached function (what get_snapshot reads)
+    from genai_prices.data_snapshot import _bundled_snapshot
+
+    _bundled_snapshot.cache_clear()
+    load_price_table()
+    assert _bundled_snapshot.cache_info().currsize == 1, "the table every turn is priced from"
