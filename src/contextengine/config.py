@@ -108,13 +108,15 @@ class Config(BaseSettings):
         "round_scratchpad. The default was chosen by benchmarks/replay_all.py.",
     )
     prune_keep_recent: int = Field(
-        2, ge=0, description="Newest tool results pruning never touches."
+        2,
+        ge=0,
+        description="Newest replies pruning never touches, with every result of their calls.",
     )
     prune_min_tokens: int = Field(
         30, ge=1, description="A result or reply must save at least this many tokens to be pruned."
     )
     prune_min_batch_tokens: int = Field(
-        3000, ge=1, description="Prune only batches saving at least this many tokens."
+        1000, ge=1, description="Prune only batches saving at least this many tokens."
     )
     prune_horizon: float = Field(
         0.35,

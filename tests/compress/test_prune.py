@@ -144,6 +144,30 @@ def test_the_newest_results_and_errors_stay_verbatim(tmp_path):
     assert not {r.index for r in results if r.entry.status == "error"} & set(pruned)
 
 
+def test_every_result_of_the_newest_replies_stays_verbatim(tmp_path):
+    """A reply's parallel calls whose whole output is in the first result (as Claude
+    Code's converter writes it), the others placeholders: the newest results are the
+    placeholders, but the step is the newest, so its output stays."""
+    session = session_with_steps(tmp_path / "s", [120] * 30)
+    calls = tuple(
+        ToolCallRecord(id=f"p{k}", name="file_read", arguments_json=f'{{"path":"n{k}.py"}}')
+        for k in range(4)
+    )
+    session.append(AssistantEntry(text="Reading four more.", tool_calls=calls))
+    for k, call in enumerate(calls):
+        content = output(99, 120) if k == 0 else "(included in the first result)"
+        session.append(
+            ToolResultEntry(
+                call_id=call.id, tool_name="file_read", status="success", content=content
+            )
+        )
+    p = pruner(session)
+    p.prune(p.decide())
+    newest_step = {r.index for r in session.records[-6:-1]}
+    assert len(stubs(session)) > 20, "the old results went"
+    assert not newest_step & (set(stubs(session)) | set(stubbed_calls(session)))
+
+
 def test_a_short_session_or_small_results_are_not_worth_a_rewrite(tmp_path):
     assert pruner(session_with_steps(tmp_path / "a", [120] * 6)).decide() is None
     assert pruner(session_with_steps(tmp_path / "b", [1] * 40)).decide() is None

@@ -6,7 +6,7 @@ becomes a stub inside the call, which keeps its tool, id and short arguments suc
 path; a free-form input, such as a patch, becomes a stub as a whole), and the head of old
 long replies (their reasoning; the end, where a text-protocol reply states its action,
 stays). Failed calls and their results stay verbatim (R5.1), and
-so do the newest ``prune_keep_recent`` results and replies.
+so do the newest ``prune_keep_recent`` replies and the results of their calls.
 
 Prices are relative to an uncached input token: a cache read costs ``read``, a cache write
 ``write``. Turning results that start at history position ``p`` (tokens) of ``P`` into
@@ -105,7 +105,7 @@ class PruneSettings:
     pruning: bool = True
     prune_keep_recent: int = 4
     prune_min_tokens: int = 30
-    prune_min_batch_tokens: int = 3000
+    prune_min_batch_tokens: int = 1000
     prune_horizon: float = 0.35
     prune_max_payback: int = 25
     prune_risk_share: float = 0.02
@@ -251,7 +251,7 @@ class Pruner:
     def _candidates(self, live: Sequence[LogRecord]) -> tuple[list[_Candidate], int]:
         """Prunable results and calls in history order, and the history's size in tokens."""
         keep = self._settings.prune_keep_recent
-        protected = _newest(live, ToolResultEntry, keep) | _newest(live, AssistantEntry, keep)
+        protected = _newest_steps(live, keep)
         failed = {
             r.entry.call_id
             for r in live
@@ -439,11 +439,19 @@ def _stub_values(value: Any, stub: _Stubber, where: str = "") -> Any:
     return value
 
 
-def _newest(live: Sequence[LogRecord], kind: type, keep: int) -> set[int]:
-    """Indices of the newest ``keep`` live records holding a ``kind`` entry."""
+def _newest_steps(live: Sequence[LogRecord], keep: int) -> set[int]:
+    """Indices of the newest ``keep`` replies and of every result of their calls: the
+    results of one reply's parallel calls are read together, and a harness that puts a
+    batch's whole output in its first result would otherwise see that one pruned a step
+    after it was read, its placeholders being the newest results."""
     if not keep:
         return set()
-    return {r.index for r in [r for r in live if isinstance(r.entry, kind)][-keep:]}
+    replies = [(r.index, r.entry) for r in live if isinstance(r.entry, AssistantEntry)][-keep:]
+    calls = {call.id for _, reply in replies for call in reply.tool_calls}
+    results = {
+        r.index for r in live if isinstance(r.entry, ToolResultEntry) and r.entry.call_id in calls
+    }
+    return {index for index, _ in replies} | results
 
 
 def _steps(records: Sequence[LogRecord]) -> int:
