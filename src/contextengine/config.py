@@ -110,7 +110,8 @@ class Config(BaseSettings):
     prune_keep_recent: int = Field(
         2,
         ge=0,
-        description="Newest replies pruning never touches, with every result of their calls.",
+        description="Newest replies pruning never touches, with every result of their calls "
+        "(and as many newest results, whatever call they answer).",
     )
     prune_min_tokens: int = Field(
         30, ge=1, description="A result or reply must save at least this many tokens to be pruned."

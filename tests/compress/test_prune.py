@@ -168,6 +168,25 @@ def test_every_result_of_the_newest_replies_stays_verbatim(tmp_path):
     assert not newest_step & (set(stubs(session)) | set(stubbed_calls(session)))
 
 
+def test_the_newest_results_stay_verbatim_whatever_call_they_answer(tmp_path):
+    """Results whose call id no reply holds (a framework that renamed its ids) are still
+    the newest results."""
+    session = session_with_steps(tmp_path / "s", [120] * 30)
+    for k in range(KEEP):
+        session.append(
+            ToolResultEntry(
+                call_id=f"renamed{k}",
+                tool_name="file_read",
+                status="success",
+                content=output(90 + k),
+            )
+        )
+    p = pruner(session)
+    p.prune(p.decide())
+    assert stubs(session), "the old results went"
+    assert not {r.index for r in session.records[-1 - KEEP : -1]} & set(stubs(session))
+
+
 def test_a_short_session_or_small_results_are_not_worth_a_rewrite(tmp_path):
     assert pruner(session_with_steps(tmp_path / "a", [120] * 6)).decide() is None
     assert pruner(session_with_steps(tmp_path / "b", [1] * 40)).decide() is None

@@ -440,18 +440,19 @@ def _stub_values(value: Any, stub: _Stubber, where: str = "") -> Any:
 
 
 def _newest_steps(live: Sequence[LogRecord], keep: int) -> set[int]:
-    """Indices of the newest ``keep`` replies and of every result of their calls: the
-    results of one reply's parallel calls are read together, and a harness that puts a
-    batch's whole output in its first result would otherwise see that one pruned a step
-    after it was read, its placeholders being the newest results."""
+    """Indices of the newest ``keep`` replies and of every result of their calls (and of
+    the newest ``keep`` results, whatever call they answer): the results of one reply's
+    parallel calls are read together, and a harness that puts a batch's whole output in
+    its first result would otherwise see that one pruned a step after it was read, its
+    placeholders being the newest results."""
     if not keep:
         return set()
     replies = [(r.index, r.entry) for r in live if isinstance(r.entry, AssistantEntry)][-keep:]
     calls = {call.id for _, reply in replies for call in reply.tool_calls}
-    results = {
-        r.index for r in live if isinstance(r.entry, ToolResultEntry) and r.entry.call_id in calls
-    }
-    return {index for index, _ in replies} | results
+    results = [(r.index, r.entry) for r in live if isinstance(r.entry, ToolResultEntry)]
+    answers = {index for index, result in results if result.call_id in calls}
+    newest = {index for index, _ in results[-keep:]}
+    return {index for index, _ in replies} | answers | newest
 
 
 def _steps(records: Sequence[LogRecord]) -> int:
