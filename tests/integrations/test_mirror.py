@@ -18,9 +18,7 @@ from contextengine.integrations.mirror import (
     require,
 )
 from contextengine.memory.status import FULL_EVERY
-from integrations.scenario import same_or_pruned
-
-TAIL = "## Task status"
+from integrations.scenario import TAIL, same_or_pruned
 
 
 def _call(call_id: str, name: str, arguments: str) -> dict:
