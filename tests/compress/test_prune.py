@@ -58,9 +58,15 @@ def session_with_steps(
 
 
 def session_with_writes(
-    folder: Path, count: int, *, failing: frozenset[int] = frozenset(), protocol: str = "native"
+    folder: Path,
+    count: int,
+    *,
+    failing: frozenset[int] = frozenset(),
+    protocol: str = "native",
+    reasoning: bool = False,
 ) -> Session:
-    """A session of ``count`` file writes, each call carrying a long ``content`` argument."""
+    """A session of ``count`` file writes, each call carrying a long ``content`` argument
+    (and, with ``reasoning``, each reply a long text before it)."""
     session = Session.create(
         folder, session_id="prune-calls", durable=False, style=RenderStyle(protocol)
     )
@@ -68,7 +74,9 @@ def session_with_writes(
     for k in range(count):
         arguments = canonical_json({"path": f"m{k}.py", "content": output(k, 60)})
         call = ToolCallRecord(id=f"w{k}", name="file_write", arguments_json=arguments)
-        session.append(AssistantEntry(text=f"Writing m{k}.py.", tool_calls=(call,)))
+        thought = f"Considering plan_{k}_{{i}} for m{k}.py.\n" if reasoning else ""
+        text = "".join(thought.format(i=i) for i in range(20)) + f"Writing m{k}.py."
+        session.append(AssistantEntry(text=text, tool_calls=(call,)))
         session.append(
             ToolResultEntry(
                 call_id=f"w{k}",
@@ -384,6 +392,21 @@ def test_failed_calls_the_newest_calls_and_text_protocol_calls_stay_verbatim(tmp
     assert not failed & set(pruned)
     text = session_with_writes(tmp_path / "t", 30, protocol="text")
     assert pruner(text).decide() is None, "a text-protocol reply is its text: no call to stub"
+
+
+def test_the_reasoning_before_a_failed_call_may_go_but_the_call_stays(tmp_path):
+    session = session_with_writes(tmp_path / "s", 30, failing=frozenset({12, 13}), reasoning=True)
+    p = pruner(session, prune_keep_recent=5)
+    entry = p.prune(p.decide())
+    pruned = stubbed_calls(session)
+    failed = [r for r in session.records if isinstance(r.entry, AssistantEntry)][12:14]
+    for record in failed:
+        original, stub = record.entry, pruned[record.index]
+        assert stub.tool_calls == original.tool_calls, "a failed call stays verbatim (R5.1)"
+        assert stub.text.startswith("[pruned: ") and stub.text.endswith(original.text[-40:])
+        (ref,) = next(c.refs for c in entry.calls if c.index == record.index)
+        assert original.text.startswith((session.directory / ref).read_text())
+        assert f"plan_{original.tool_calls[0].id[1:]}_0" in stub.text, "its names stay findable"
 
 
 def test_a_reopened_session_shows_the_same_pruned_calls(tmp_path):

@@ -5,8 +5,9 @@ arguments of old tool calls (a file's new content, an edit's old and new text: e
 becomes a stub inside the call, which keeps its tool, id and short arguments such as the
 path; a free-form input, such as a patch, becomes a stub as a whole), and the head of old
 long replies (their reasoning; the end, where a text-protocol reply states its action,
-stays). Failed calls and their results stay verbatim (R5.1), and
-so do the newest ``prune_keep_recent`` replies and the results of their calls.
+stays). Failed calls and their results stay verbatim (R5.1): the reasoning before a failed
+call may go, the call itself never; the newest ``prune_keep_recent`` replies and the
+results of their calls stay whole.
 
 Prices are relative to an uncached input token: a cache read costs ``read``, a cache write
 ``write``. Turning results that start at history position ``p`` (tokens) of ``P`` into
@@ -184,6 +185,7 @@ class Pruner:
             for m in r.messages
         )
         names = _NameIndex(kept_text)
+        failed = _failed_calls(self._session.live)
         results: list[PrunedResult] = []
         calls: list[PrunedCall] = []
         for record in decision.records:
@@ -192,7 +194,8 @@ class Pruner:
                 results.append(self._prune_result(record.index, entry, names))
             else:
                 assert isinstance(entry, AssistantEntry)
-                calls.append(self._prune_call(record.index, entry, names))
+                keep_calls = any(c.id in failed for c in entry.tool_calls)
+                calls.append(self._prune_call(record.index, entry, names, keep_calls))
         prune = PruneEntry(results=tuple(results), calls=tuple(calls))
         self._session.append(prune)
         return prune
@@ -209,7 +212,11 @@ class Pruner:
             full_ref=self._externalizer.session_relative(saved),
         )
 
-    def _prune_call(self, index: int, entry: AssistantEntry, names: _NameIndex) -> PrunedCall:
+    def _prune_call(
+        self, index: int, entry: AssistantEntry, names: _NameIndex, keep_calls: bool
+    ) -> PrunedCall:
+        """The reply with its long text head and (unless ``keep_calls``: one of them
+        failed) its calls' long arguments stubbed."""
         refs: list[str] = []
         native = self._session.style.protocol == "native"
 
@@ -230,6 +237,7 @@ class Pruner:
         calls = tuple(
             call.model_copy(update={"arguments_json": _stubbed_json(arguments, stubber(k))})
             if native
+            and not keep_calls
             and (arguments := _arguments(call)) is not None
             and any(_long_values(arguments))
             else call
@@ -252,11 +260,7 @@ class Pruner:
         """Prunable results and calls in history order, and the history's size in tokens."""
         keep = self._settings.prune_keep_recent
         protected = _newest_steps(live, keep)
-        failed = {
-            r.entry.call_id
-            for r in live
-            if isinstance(r.entry, ToolResultEntry) and r.entry.status == "error"
-        }
+        failed = _failed_calls(live)
         records = self._session.records
         out: list[_Candidate] = []
         position = 0
@@ -270,15 +274,17 @@ class Pruner:
         return out, position
 
     def _saving(self, record: LogRecord, failed: set[str]) -> int:
-        """Tokens stubbing the log's ``record`` would save; none for a reply whose call
-        failed (R5.1). Worked out once a record, not on every step."""
-        entry = record.entry
-        if isinstance(entry, AssistantEntry) and any(c.id in failed for c in entry.tool_calls):
-            return 0
+        """Tokens stubbing the log's ``record`` would save; for a reply whose call failed,
+        only its text's (R5.1: the failed call stays). Worked out once a record, not on
+        every step (a call's result, and so whether it failed, is in the log by then)."""
         saving = self._savings.get(record.index)
         if saving is None:
+            entry = record.entry
             native = self._session.style.protocol == "native"
-            saving = self._savings[record.index] = _stub_saving(entry, native)
+            calls = not (
+                isinstance(entry, AssistantEntry) and any(c.id in failed for c in entry.tool_calls)
+            )
+            saving = self._savings[record.index] = _stub_saving(entry, native, calls)
         return saving
 
     def _idle_s(self, now: datetime) -> float:
@@ -341,9 +347,10 @@ def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
     return f"{head}\n{listed}" if listed else head
 
 
-def _stub_saving(entry: object, native: bool) -> int:
+def _stub_saving(entry: object, native: bool, calls: bool = True) -> int:
     """Tokens stubbing ``entry`` would save: a successful result's, or a reply's long text
-    and, where calls are sent as calls, long arguments (errors stay whole: 0)."""
+    and, where calls are sent as calls (and ``calls``), long arguments (errors stay whole:
+    0)."""
     if isinstance(entry, ToolResultEntry):
         if entry.status != "success":
             return 0
@@ -352,7 +359,7 @@ def _stub_saving(entry: object, native: bool) -> int:
         return 0
     cut = _text_cut(entry.text, native)
     saving = count_tokens(entry.text[:cut]) - STUB_ESTIMATE_TOKENS if cut else 0
-    if native:
+    if native and calls:
         saving += sum(
             count_tokens(value) - STUB_ESTIMATE_TOKENS
             for call in entry.tool_calls
@@ -437,6 +444,15 @@ def _stub_values(value: Any, stub: _Stubber, where: str = "") -> Any:
             _stub_values(v, stub, f"{where}.{n}" if where else str(n)) for n, v in enumerate(value)
         ]
     return value
+
+
+def _failed_calls(live: Sequence[LogRecord]) -> set[str]:
+    """Ids of the calls whose result in view is an error."""
+    return {
+        r.entry.call_id
+        for r in live
+        if isinstance(r.entry, ToolResultEntry) and r.entry.status == "error"
+    }
 
 
 def _newest_steps(live: Sequence[LogRecord], keep: int) -> set[int]:
