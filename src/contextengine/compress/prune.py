@@ -194,7 +194,7 @@ class Pruner:
                 results.append(self._prune_result(record.index, entry, names))
             else:
                 assert isinstance(entry, AssistantEntry)
-                keep_calls = any(c.id in failed for c in entry.tool_calls)
+                keep_calls = _has_failed_call(entry, failed)
                 calls.append(self._prune_call(record.index, entry, names, keep_calls))
         prune = PruneEntry(results=tuple(results), calls=tuple(calls))
         self._session.append(prune)
@@ -281,9 +281,7 @@ class Pruner:
         if saving is None:
             entry = record.entry
             native = self._session.style.protocol == "native"
-            calls = not (
-                isinstance(entry, AssistantEntry) and any(c.id in failed for c in entry.tool_calls)
-            )
+            calls = not _has_failed_call(entry, failed)
             saving = self._savings[record.index] = _stub_saving(entry, native, calls)
         return saving
 
@@ -347,7 +345,7 @@ def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
     return f"{head}\n{listed}" if listed else head
 
 
-def _stub_saving(entry: object, native: bool, calls: bool = True) -> int:
+def _stub_saving(entry: object, native: bool, calls: bool) -> int:
     """Tokens stubbing ``entry`` would save: a successful result's, or a reply's long text
     and, where calls are sent as calls (and ``calls``), long arguments (errors stay whole:
     0)."""
@@ -453,6 +451,11 @@ def _failed_calls(live: Sequence[LogRecord]) -> set[str]:
         for r in live
         if isinstance(r.entry, ToolResultEntry) and r.entry.status == "error"
     }
+
+
+def _has_failed_call(entry: object, failed: set[str]) -> bool:
+    """Whether ``entry`` is a reply one of whose calls is in ``failed``."""
+    return isinstance(entry, AssistantEntry) and any(c.id in failed for c in entry.tool_calls)
 
 
 def _newest_steps(live: Sequence[LogRecord], keep: int) -> set[int]:
