@@ -5,8 +5,8 @@ point forks a child that runs a scenario and SIGKILLs itself just before its Nth
 ``os.write``/``os.fsync`` (or is SIGKILLed by the driver after a delay), then forks a fresh
 child that resumes the session and finishes the work with a model that heeds the
 "interrupted" results. Forking from a process that never ran an agent keeps each child's
-start cheap while sharing no state with the killed one (the token counter is loaded before
-the first fork too). One JSON line per point on stdout.
+start cheap while sharing no state with the killed one (the token counter, word list and
+price table are loaded before the first fork too). One JSON line per point on stdout.
 
 Every operation leaves its own mark: ``shell`` ops append ``done-<op>`` to ``shell.log``,
 ``write`` ops write ``out/<op>.txt``; the toolset also appends each execution's op to
@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from contextengine import Agent, Config, ScriptedProvider, Session
+from contextengine.compress.topic import load_word_frequencies
 from contextengine.context.request import Request
 from contextengine.context.tokens import shared_counter
+from contextengine.prices import load_price_table
 from contextengine.session.entries import AssistantEntry, ToolResultEntry
 from contextengine.session.interrupted import MAY_HAVE_RUN, NOT_RUN
 from contextengine.toolkit.base import ToolOutcome
@@ -419,9 +421,12 @@ def main(work_dir: str, spec_json: str) -> None:
     "seed": int}``: hooked points (default: every write/fsync of the reference run and one
     past its end), then ``random`` kills at delays within the reference run's duration."""
     spec = json.loads(spec_json)
-    # The token counter's BPE tables take a second or more to load: loaded here, before any
-    # fork, each child inherits them instead of loading them again (twice per point).
+    # The token counter's BPE tables, wordfreq's word list and the price table take a second or
+    # more to load: loaded here, before any fork, each child inherits them instead of loading
+    # them again (twice per point).
     shared_counter()
+    load_word_frequencies()
+    load_price_table()
     scenario = SCENARIOS[spec["scenario"]]
     work = Path(work_dir)
     reference = run_point(scenario, work / "reference", 0, None)
