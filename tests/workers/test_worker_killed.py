@@ -53,6 +53,7 @@ def _drive(replica: Replica, session: str, in_doomed_tool: threading.Event) -> l
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # 50 sessions through 2 workers: about 3 minutes on 2 busy cores
 def test_a_worker_killed_mid_run_loses_and_repeats_nothing(cluster: Cluster) -> None:
     doomed = cluster.worker("worker-1", script=sleeping_script(DOOMED_SLEEP_S))
     cluster.worker("worker-2", script=sleeping_script(0.2), redelivery_s=5)
