@@ -619,3 +619,36 @@ def test_a_free_form_input_becomes_a_stub_as_a_whole(tmp_path):
         assert f"src/m{after.id.removeprefix('p')}.py" in after.arguments_json
         (ref,) = call.refs
         assert (session.directory / ref).read_text() == patches[after.id]
+
+
+def test_a_list_of_short_strings_long_as_a_whole_becomes_one_stub(tmp_path):
+    """A todo list (or a batch of small edits) holds no long string, yet is long as a
+    whole: below the call's own keys it becomes one stub whose artifact holds its JSON;
+    the call's own keys and a short list stay as they are."""
+    session = Session.create(tmp_path / "s", session_id="prune-todos", durable=False)
+    session.append(UserEntry(text="Work through the list."))
+    todos = {}
+    for k in range(30):
+        items = [
+            {"content": f"Refactor module_{k}_{i} into its own file", "status": "pending"}
+            for i in range(40)
+        ]
+        todos[f"t{k}"] = items
+        arguments = canonical_json({"todos": items, "tags": ["a", "b"], "note": "keep"})
+        call = ToolCallRecord(id=f"t{k}", name="TodoWrite", arguments_json=arguments)
+        session.append(AssistantEntry(text="", tool_calls=(call,)))
+        session.append(
+            ToolResultEntry(call_id=f"t{k}", tool_name="TodoWrite", status="success", content="ok")
+        )
+    p = pruner(session)
+    entry = p.prune(p.decide())
+    assert entry.calls
+    for call in entry.calls:
+        (after,) = call.assistant.tool_calls
+        arguments = json.loads(after.arguments_json)
+        assert (arguments["tags"], arguments["note"]) == (["a", "b"], "keep")
+        assert arguments["todos"].startswith("[pruned: ")
+        k = after.id.removeprefix("t")
+        assert f"module_{k}_0" in arguments["todos"], "the names it held stay findable"
+        (ref,) = call.refs
+        assert json.loads((session.directory / ref).read_text()) == todos[after.id]

@@ -416,32 +416,58 @@ def _stubbed_json(arguments: JSONObject | str, stub: _Stubber) -> str:
     return canonical_json(_stub_values(arguments, stub))
 
 
-def _long_values(value: Any) -> Iterator[str]:
-    """The string values (at any depth) long enough to be worth a stub."""
+def _long_values(value: Any, top: bool = True) -> Iterator[str]:
+    """The parts of call arguments long enough to be worth a stub, as text: each long
+    string, and below the top level each list or object that is long as a whole though
+    none of its strings is (a todo list, a batch of small edits), as its JSON."""
     if isinstance(value, str):
         if len(value) >= ARGUMENT_MIN_CHARS:
             yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _long_values(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _long_values(item)
+    elif (whole := _whole(value, top)) is not None:
+        yield whole
+    elif isinstance(value, dict | list):
+        for item in value.values() if isinstance(value, dict) else value:
+            yield from _long_values(item, top=False)
 
 
-def _stub_values(value: Any, stub: _Stubber, where: str = "") -> Any:
-    """``value`` with each long string replaced by ``stub(where, string)``."""
+def _stub_values(value: Any, stub: _Stubber, where: str = "", top: bool = True) -> Any:
+    """``value`` with each part ``_long_values`` finds replaced by ``stub(where, text)``
+    (a list or object stays as it is when its stub would be about as long)."""
     if isinstance(value, str):
         return stub(where or "value", value) if len(value) >= ARGUMENT_MIN_CHARS else value
+    if (whole := _whole(value, top)) is not None:
+        stubbed = stub(where, whole)
+        return value if stubbed is whole else stubbed
     if isinstance(value, dict):
         return {
-            k: _stub_values(v, stub, f"{where}.{k}" if where else str(k)) for k, v in value.items()
+            k: _stub_values(v, stub, f"{where}.{k}" if where else str(k), top=False)
+            for k, v in value.items()
         }
     if isinstance(value, list):
         return [
-            _stub_values(v, stub, f"{where}.{n}" if where else str(n)) for n, v in enumerate(value)
+            _stub_values(v, stub, f"{where}.{n}" if where else str(n), top=False)
+            for n, v in enumerate(value)
         ]
     return value
+
+
+def _whole(value: Any, top: bool) -> str | None:
+    """The JSON of a list or object below the top level (the call's own arguments keep
+    their keys) that is long as a whole and holds no long string, else ``None``."""
+    if top or not isinstance(value, dict | list) or _holds_long_string(value):
+        return None
+    text = canonical_json(value)
+    return text if len(text) >= ARGUMENT_MIN_CHARS else None
+
+
+def _holds_long_string(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) >= ARGUMENT_MIN_CHARS
+    if isinstance(value, dict):
+        return any(_holds_long_string(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_long_string(v) for v in value)
+    return False
 
 
 def _failed_calls(live: Sequence[LogRecord]) -> set[str]:

@@ -190,9 +190,10 @@ class PrunedResult(_Entry):
 class PrunedCall(_Entry):
     """One assistant reply as pruning leaves it: its calls' long arguments as stubs.
 
-    ``assistant`` is the reply with each long string argument replaced by a stub naming
-    the artifact (``refs``, relative to the session folder) that holds the value byte for
-    byte; the original reply stays in the log.
+    ``assistant`` is the reply with each long string argument (and each list or object
+    that is long as a whole, as its JSON) replaced by a stub naming the artifact (``refs``,
+    relative to the session folder) that holds the value byte for byte; the original reply
+    stays in the log.
     """
 
     index: int
