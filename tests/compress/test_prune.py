@@ -652,3 +652,56 @@ def test_a_list_of_short_strings_long_as_a_whole_becomes_one_stub(tmp_path):
         assert f"module_{k}_0" in arguments["todos"], "the names it held stay findable"
         (ref,) = call.refs
         assert json.loads((session.directory / ref).read_text()) == todos[after.id]
+
+
+_WORDS = st.sampled_from(["alpha_", "beta.", "gamma/", "delta-", "epsilon", "zeta_9", " ", "\n"])
+_TEXT = st.lists(_WORDS, max_size=120).map("".join)
+_ARGUMENT = st.recursive(
+    _TEXT | st.integers() | st.booleans(),
+    lambda inner: st.lists(inner, max_size=12) | st.dictionaries(_TEXT, inner, max_size=6),
+    max_leaves=60,
+)
+
+
+def _restored(original: object, pruned: object, refs: list[str], folder: Path) -> object:
+    """``pruned`` with each stub that stands for a part of ``original`` replaced by its
+    artifact (strings as saved, lists and objects as their JSON), in the order saved."""
+    if pruned == original:
+        return original
+    if isinstance(pruned, str) and pruned.startswith("[pruned: "):
+        saved = (folder / refs.pop(0)).read_text()
+        return saved if isinstance(original, str) else json.loads(saved)
+    if isinstance(pruned, dict) and isinstance(original, dict):
+        return {k: _restored(original[k], v, refs, folder) for k, v in pruned.items()}
+    assert isinstance(pruned, list) and isinstance(original, list)
+    return [_restored(o, v, refs, folder) for o, v in zip(original, pruned, strict=True)]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(arguments=st.dictionaries(_TEXT, _ARGUMENT, min_size=1, max_size=5))
+def test_pruned_arguments_of_any_shape_restore_from_their_artifacts(tmp_path_factory, arguments):
+    folder = tmp_path_factory.mktemp("shapes") / "s"
+    session = Session.create(folder, session_id="prune-shapes", durable=False)
+    session.append(UserEntry(text="Go."))
+    for k in range(30):
+        call = ToolCallRecord(
+            id=f"a{k}", name="tool", arguments_json=canonical_json({**arguments, "n": k})
+        )
+        session.append(AssistantEntry(text="", tool_calls=(call,)))
+        session.append(
+            ToolResultEntry(call_id=f"a{k}", tool_name="tool", status="success", content="ok")
+        )
+    p = pruner(session)
+    decision = p.decide()
+    if decision is None:
+        return
+    entry = p.prune(decision)
+    for call in entry.calls:
+        original = json.loads(session.records[call.index].entry.tool_calls[0].arguments_json)
+        pruned = json.loads(call.assistant.tool_calls[0].arguments_json)
+        assert pruned.keys() == original.keys(), "the call keeps its own keys"
+        refs = list(call.refs)
+        assert _restored(original, pruned, refs, session.directory) == original
+        assert refs == [], "every artifact stands for one stub"
