@@ -88,6 +88,32 @@ def session_with_writes(
     return session
 
 
+def session_of_calls(folder: Path, arguments: list[str], name: str = "tool") -> Session:
+    """A session of one call a reply, the k-th (id ``c<k>``) with ``arguments[k]`` as its
+    arguments' JSON (or free-form text), each answered ``ok``."""
+    session = Session.create(folder, session_id="prune-calls", durable=False)
+    session.append(UserEntry(text="Work through it."))
+    for k, arguments_json in enumerate(arguments):
+        call = ToolCallRecord(id=f"c{k}", name=name, arguments_json=arguments_json)
+        session.append(AssistantEntry(text="", tool_calls=(call,)))
+        session.append(
+            ToolResultEntry(call_id=f"c{k}", tool_name=name, status="success", content="ok")
+        )
+    return session
+
+
+def prune_calls(session: Session) -> list[tuple[int, ToolCallRecord, tuple[str, ...]]]:
+    """Prune a session of ``session_of_calls`` once: for each pruned call, its number, the
+    call as pruned and its artifacts."""
+    p = pruner(session)
+    entry = p.prune(p.decide())
+    assert entry.calls
+    return [
+        (int(c.assistant.tool_calls[0].id.removeprefix("c")), c.assistant.tool_calls[0], c.refs)
+        for c in entry.calls
+    ]
+
+
 AFFORD_ANY = 1e6
 # The sessions here keep two results: with one kept, a batch of all the others in these
 # uniform sessions shrinks nearly the whole suffix, so its rewrite costs less than reading
@@ -447,21 +473,19 @@ def test_a_batch_must_pay_back_within_prune_max_payback(tmp_path):
 
 
 def test_an_argument_whose_stub_would_be_as_long_stays(tmp_path):
-    session = Session.create(tmp_path / "s", session_id="prune-short", durable=False)
-    session.append(UserEntry(text="Edit every module."))
-    for k in range(40):
-        dense = " ".join(f"name_{k}_{i}" for i in range(25))  # just over the minimum, all names
-        arguments = canonical_json({"path": f"m{k}.py", "content": output(k, 200), "note": dense})
-        call = ToolCallRecord(id=f"e{k}", name="file_write", arguments_json=arguments)
-        session.append(AssistantEntry(text=f"Editing m{k}.py.", tool_calls=(call,)))
-        session.append(
-            ToolResultEntry(call_id=f"e{k}", tool_name="file_write", status="success", content="ok")
+    arguments = [
+        canonical_json(
+            {
+                "path": f"m{k}.py",
+                "content": output(k, 200),
+                # just over the minimum, all names
+                "note": " ".join(f"name_{k}_{i}" for i in range(25)),
+            }
         )
-    p = pruner(session)
-    entry = p.prune(p.decide())
-    assert entry.calls
-    for call in entry.calls:
-        new = json.loads(call.assistant.tool_calls[0].arguments_json)
+        for k in range(40)
+    ]
+    for _, after, _ in prune_calls(session_of_calls(tmp_path / "s", arguments, "file_write")):
+        new = json.loads(after.arguments_json)
         assert new["content"].startswith("[pruned: ")
         assert new["note"].startswith("name_"), "a stub as long as the value saves nothing"
 
@@ -596,62 +620,37 @@ def test_a_reopened_log_whose_reply_time_is_unreadable_prunes_as_with_a_warm_cac
 def test_a_free_form_input_becomes_a_stub_as_a_whole(tmp_path):
     """A custom tool's input that is not JSON (Codex's ``apply_patch`` patch) is stubbed
     whole, as text: the call keeps its tool and id, the artifact holds the patch."""
-    session = Session.create(tmp_path / "s", session_id="prune-patch", durable=False)
-    session.append(UserEntry(text="Write every module."))
-    patches = {}
+    patches = []
     for k in range(30):
         lines = "\n".join(f"+{line}" for line in output(k, 60).splitlines())
-        patches[f"p{k}"] = f"*** Begin Patch\n*** Add File: src/m{k}.py\n{lines}\n*** End Patch"
-        call = ToolCallRecord(id=f"p{k}", name="apply_patch", arguments_json=patches[f"p{k}"])
-        session.append(AssistantEntry(text="", tool_calls=(call,)))
-        session.append(
-            ToolResultEntry(
-                call_id=f"p{k}", tool_name="apply_patch", status="success", content="ok"
-            )
-        )
-    p = pruner(session)
-    entry = p.prune(p.decide())
-    assert entry.calls
-    for call in entry.calls:
-        (after,) = call.assistant.tool_calls
+        patches.append(f"*** Begin Patch\n*** Add File: src/m{k}.py\n{lines}\n*** End Patch")
+    session = session_of_calls(tmp_path / "s", patches, "apply_patch")
+    for k, after, (ref,) in prune_calls(session):
         assert after.name == "apply_patch"
         assert after.arguments_json.startswith("[pruned: "), "the stub is text, not JSON"
-        assert f"src/m{after.id.removeprefix('p')}.py" in after.arguments_json
-        (ref,) = call.refs
-        assert (session.directory / ref).read_text() == patches[after.id]
+        assert f"src/m{k}.py" in after.arguments_json
+        assert (session.directory / ref).read_text() == patches[k]
 
 
 def test_a_list_of_short_strings_long_as_a_whole_becomes_one_stub(tmp_path):
     """A todo list (or a batch of small edits) holds no long string, yet is long as a
     whole: below the call's own keys it becomes one stub whose artifact holds its JSON;
     the call's own keys and a short list stay as they are."""
-    session = Session.create(tmp_path / "s", session_id="prune-todos", durable=False)
-    session.append(UserEntry(text="Work through the list."))
-    todos = {}
-    for k in range(30):
-        items = [
+    todos = [
+        [
             {"content": f"Refactor module_{k}_{i} into its own file", "status": "pending"}
             for i in range(40)
         ]
-        todos[f"t{k}"] = items
-        arguments = canonical_json({"todos": items, "tags": ["a", "b"], "note": "keep"})
-        call = ToolCallRecord(id=f"t{k}", name="TodoWrite", arguments_json=arguments)
-        session.append(AssistantEntry(text="", tool_calls=(call,)))
-        session.append(
-            ToolResultEntry(call_id=f"t{k}", tool_name="TodoWrite", status="success", content="ok")
-        )
-    p = pruner(session)
-    entry = p.prune(p.decide())
-    assert entry.calls
-    for call in entry.calls:
-        (after,) = call.assistant.tool_calls
-        arguments = json.loads(after.arguments_json)
-        assert (arguments["tags"], arguments["note"]) == (["a", "b"], "keep")
-        assert arguments["todos"].startswith("[pruned: ")
-        k = after.id.removeprefix("t")
-        assert f"module_{k}_0" in arguments["todos"], "the names it held stay findable"
-        (ref,) = call.refs
-        assert json.loads((session.directory / ref).read_text()) == todos[after.id]
+        for k in range(30)
+    ]
+    arguments = [canonical_json({"todos": t, "tags": ["a", "b"], "note": "keep"}) for t in todos]
+    session = session_of_calls(tmp_path / "s", arguments, "TodoWrite")
+    for k, after, (ref,) in prune_calls(session):
+        arguments_after = json.loads(after.arguments_json)
+        assert (arguments_after["tags"], arguments_after["note"]) == (["a", "b"], "keep")
+        assert arguments_after["todos"].startswith("[pruned: ")
+        assert f"module_{k}_0" in arguments_after["todos"], "the names it held stay findable"
+        assert json.loads((session.directory / ref).read_text()) == todos[k]
 
 
 _WORDS = st.sampled_from(["alpha_", "beta.", "gamma/", "delta-", "epsilon", "zeta_9", " ", "\n"])
@@ -683,16 +682,7 @@ def _restored(original: object, pruned: object, refs: list[str], folder: Path) -
 @given(arguments=st.dictionaries(_TEXT, _ARGUMENT, min_size=1, max_size=5))
 def test_pruned_arguments_of_any_shape_restore_from_their_artifacts(tmp_path_factory, arguments):
     folder = tmp_path_factory.mktemp("shapes") / "s"
-    session = Session.create(folder, session_id="prune-shapes", durable=False)
-    session.append(UserEntry(text="Go."))
-    for k in range(30):
-        call = ToolCallRecord(
-            id=f"a{k}", name="tool", arguments_json=canonical_json({**arguments, "n": k})
-        )
-        session.append(AssistantEntry(text="", tool_calls=(call,)))
-        session.append(
-            ToolResultEntry(call_id=f"a{k}", tool_name="tool", status="success", content="ok")
-        )
+    session = session_of_calls(folder, [canonical_json({**arguments, "n": k}) for k in range(30)])
     p = pruner(session)
     decision = p.decide()
     if decision is None:
