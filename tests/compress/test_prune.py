@@ -653,6 +653,36 @@ def test_a_list_of_short_strings_long_as_a_whole_becomes_one_stub(tmp_path):
         assert json.loads((session.directory / ref).read_text()) == todos[k]
 
 
+def test_keys_that_make_the_same_file_name_get_a_file_each(tmp_path):
+    """Two keys that become one file name once made safe (or cut to length) keep their
+    values apart: each stub names its own artifact."""
+    long_key = "k" * 200
+
+    def text(n: int) -> str:
+        return " ".join(str(n * 1000 + i) for i in range(150))  # no name a stub would list
+
+    arguments = [
+        canonical_json(
+            {
+                "a b": text(k),
+                "a_b": text(k + 100),
+                "x": {f"{long_key}1": text(k + 200), f"{long_key}2": text(k + 300)},
+            }
+        )
+        for k in range(30)
+    ]
+    for k, _, refs in prune_calls(session_of_calls(tmp_path / "s", arguments)):
+        assert len(set(refs)) == 4
+        original = json.loads(arguments[k])
+        saved = [(tmp_path / "s" / ref).read_text() for ref in refs]
+        assert saved == [
+            original["a b"],
+            original["a_b"],
+            original["x"][f"{long_key}1"],
+            original["x"][f"{long_key}2"],
+        ]
+
+
 _WORDS = st.sampled_from(["alpha_", "beta.", "gamma/", "delta-", "epsilon", "zeta_9", " ", "\n"])
 _TEXT = st.lists(_WORDS, max_size=120).map("".join)
 _ARGUMENT = st.recursive(

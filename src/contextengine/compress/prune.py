@@ -218,18 +218,24 @@ class Pruner:
         """The reply with its long text head and (unless ``keep_calls``: one of them
         failed) its calls' long arguments stubbed."""
         refs: list[str] = []
+        saved_to: set[Path] = set()
         native = self._session.style.protocol == "native"
 
         def stubber(position: int) -> _Stubber:
             def stub(where: str, value: str) -> str:
                 name = f"{index}-{position}-{where}"
+                tries = 0
+                # a long or odd key path, cut and made safe, may name a file saved already
+                while self._externalizer.path_for(name) in saved_to:
+                    tries += 1
+                    name = f"{index}-{position}-{tries}-{where}"
                 held = names.new(value)
                 text = stub_text(len(value), self._externalizer.display_path(name), held)
                 if len(text) > len(value) * STUB_MAX_SHARE:
                     return value  # a stub about as long as the value saves nothing
-                refs.append(
-                    self._externalizer.session_relative(self._externalizer.save(name, value))
-                )
+                saved = self._externalizer.save(name, value)
+                saved_to.add(saved)
+                refs.append(self._externalizer.session_relative(saved))
                 return text
 
             return stub
