@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from contextengine import Config
@@ -23,6 +23,7 @@ from contextengine.prices import CachePolicy
 from contextengine.session.entries import (
     AssistantEntry,
     PrunedCall,
+    PrunedUser,
     PruneEntry,
     ToolCallRecord,
     ToolResultEntry,
@@ -725,3 +726,111 @@ def test_pruned_arguments_of_any_shape_restore_from_their_artifacts(tmp_path_fac
         refs = list(call.refs)
         assert _restored(original, pruned, refs, session.directory) == original
         assert refs == [], "every artifact stands for one stub"
+
+
+def pasted_log(lines: int) -> str:
+    return "".join(
+        f"test_case_{i} FAILED: assert value_{i} == expected_{i}\n" for i in range(lines)
+    )
+
+
+def session_with_paste(
+    folder: Path, paste: str, later: int = 30, task: str = "Keep the test suite green."
+) -> Session:
+    """A task, then a user message carrying ``paste`` between a first line and a request,
+    then ``later`` file reads."""
+    session = Session.create(folder, session_id="prune-user", durable=False)
+    session.append(UserEntry(text=task))
+    session.append(UserEntry(text=f"Here is what I ran:\n{paste}Please fix these tests."))
+    for k in range(later):
+        call = ToolCallRecord(id=f"c{k}", name="file_read", arguments_json=f'{{"path":"m{k}.py"}}')
+        session.append(AssistantEntry(text="", tool_calls=(call,)))
+        session.append(
+            ToolResultEntry(call_id=f"c{k}", tool_name="file_read", status="success", content="ok")
+        )
+    return session
+
+
+def pruned_users(session: Session) -> tuple[PrunedUser, ...]:
+    p = pruner(session)
+    decision = p.decide()
+    return p.prune(decision).users if decision is not None else ()
+
+
+_USER_STUB = re.compile(r"\n?\[pruned: [\d,]+ chars, saved at [^\]\n]+\](?:\nnames: [^\n]*)?\n")
+
+
+def assert_stands_for(shown: str, original: str, middle: str) -> None:
+    """``shown`` is ``original`` with ``middle`` (the artifact) replaced by its stub, at
+    least the first 300 and the last 600 characters kept."""
+    head = shown[: shown.index("[pruned: ")]
+    if not original.startswith(head + middle):  # cut inside a line: the stub has its own
+        head = head.removesuffix("\n")
+    assert original.startswith(head + middle) and len(head) >= 300
+    tail = original[len(head + middle) :]
+    assert shown.endswith(tail) and len(tail) >= 600
+    assert _USER_STUB.fullmatch(shown[len(head) : len(shown) - len(tail)])
+
+
+def test_an_old_long_user_message_keeps_its_start_and_end_and_its_middle_goes_to_a_file(
+    tmp_path,
+):
+    paste = pasted_log(200)
+    session = session_with_paste(tmp_path / "s", paste)
+    (user,) = pruned_users(session)
+    original = session.records[user.index].entry.text
+    shown = user.user.text
+    assert shown.startswith("Here is what I ran:\ntest_case_0 FAILED")
+    assert shown.endswith(
+        "test_case_199 FAILED: assert value_199 == expected_199\nPlease fix these tests."
+    )
+    assert "names: " in shown and len(shown) < len(original) / 4
+    assert_stands_for(shown, original, (session.directory / user.ref).read_bytes().decode())
+    assert [r.entry for r in session.live if r.index == user.index] == [user.user]
+
+
+def test_the_task_a_short_message_and_one_not_yet_answered_stay_whole(tmp_path):
+    paste = pasted_log(200)
+    session = session_with_paste(tmp_path / "s", paste, task="Keep it green:\n" + paste)
+    session.append(UserEntry(text="And this one too:\n" + paste))
+    session.append(UserEntry(text="Short: " + pasted_log(30)))
+    call = ToolCallRecord(id="x", name="file_read", arguments_json='{"path":"x.py"}')
+    session.append(AssistantEntry(text="", tool_calls=(call,)))
+    session.append(
+        ToolResultEntry(call_id="x", tool_name="file_read", status="success", content="ok")
+    )
+    # long enough a horizon that the batch pays back whatever it rewrites
+    p = pruner(session, prune_horizon=1000.0, prune_max_payback=10**6)
+    entry = p.prune(p.decide())
+    assert [u.user.text.startswith("Here is what I ran:") for u in entry.users] == [True]
+
+
+def long_text(parts: list[str], length: int) -> str:
+    """``parts`` in turn, each followed by its number, until ``length`` characters."""
+    out: list[str] = []
+    size = 0
+    while size < length:
+        out.append(f"{parts[len(out) % len(parts)]}{len(out)}")
+        size += len(out[-1])
+    return "".join(out)
+
+
+_PASTE = st.builds(
+    long_text,
+    st.lists(st.text(st.characters(codec="utf-8"), min_size=1, max_size=30), min_size=1),
+    st.integers(min_value=2000, max_value=8000),
+)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(paste=_PASTE)
+def test_a_pruned_user_message_restores_from_its_start_artifact_and_end(tmp_path_factory, paste):
+    session = session_with_paste(tmp_path_factory.mktemp("users") / "s", paste)
+    users = pruned_users(session)
+    assume(users)  # a paste that is a few tokens (one character repeated) is not worth it
+    for user in users:
+        original = session.records[user.index].entry.text
+        middle = (session.directory / user.ref).read_bytes().decode()
+        assert_stands_for(user.user.text, original, middle)

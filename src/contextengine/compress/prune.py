@@ -3,9 +3,11 @@
 What shrinks: old successful tool results (each becomes a stub), the long string
 arguments of old tool calls (a file's new content, an edit's old and new text: each value
 becomes a stub inside the call, which keeps its tool, id and short arguments such as the
-path; a free-form input, such as a patch, becomes a stub as a whole), and the head of old
+path; a free-form input, such as a patch, becomes a stub as a whole), the head of old
 long replies (their reasoning; the end, where a text-protocol reply states its action,
-stays). Failed calls and their results stay verbatim (R5.1): the reasoning before a failed
+stays), and the middle of old long user messages (a pasted log or file, a skill's text, an
+earlier harness's compaction summary; the start and end, where people write what they ask,
+stay; never the task). Failed calls and their results stay verbatim (R5.1): the reasoning before a failed
 call may go, the call itself never; the newest ``prune_keep_recent`` replies and the
 results of their calls stay whole.
 
@@ -54,9 +56,11 @@ from contextengine.session.entries import (
     AssistantEntry,
     PrunedCall,
     PrunedResult,
+    PrunedUser,
     PruneEntry,
     ToolCallRecord,
     ToolResultEntry,
+    UserEntry,
 )
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
@@ -71,6 +75,12 @@ CHARS_PER_TOKEN_MAX = 4  # few texts take more characters a token: savings in to
 STUB_MAX_SHARE = 0.7  # an argument whose stub is not this much shorter stays as it is
 TEXT_KEEP_CHARS = 150  # the end of a pruned reply stays: where it says what it does next
 TEXT_MIN_CHARS = 250  # a reply's head shorter than this stays
+# A user message this long holds a payload (a pasted log or file, a skill's text, an earlier
+# harness's compaction summary); its start and end, where people write what they ask, stay.
+USER_MIN_CHARS = 2000
+USER_KEEP_HEAD = 300
+USER_KEEP_TAIL = 600
+LINE_SLACK = 200  # a cut moves this far at most to fall on a line start
 
 # A text protocol's action: ReAct's ``Action:`` line, or a tagged call (OpenHands'
 # ``<function=…>`` and ``<execute_bash>``, Hermes' ``<tool_call>``, ``<invoke …>``).
@@ -188,15 +198,18 @@ class Pruner:
         failed = _failed_calls(self._session.live)
         results: list[PrunedResult] = []
         calls: list[PrunedCall] = []
+        users: list[PrunedUser] = []
         for record in decision.records:
             entry = record.entry
             if isinstance(entry, ToolResultEntry):
                 results.append(self._prune_result(record.index, entry, names))
+            elif isinstance(entry, UserEntry):
+                users.append(self._prune_user(record.index, entry, names))
             else:
                 assert isinstance(entry, AssistantEntry)
                 keep_calls = _has_failed_call(entry, failed)
                 calls.append(self._prune_call(record.index, entry, names, keep_calls))
-        prune = PruneEntry(results=tuple(results), calls=tuple(calls))
+        prune = PruneEntry(results=tuple(results), calls=tuple(calls), users=tuple(users))
         self._session.append(prune)
         return prune
 
@@ -262,10 +275,31 @@ class Pruner:
             refs=tuple(refs),
         )
 
+    def _prune_user(self, index: int, entry: UserEntry, names: _NameIndex) -> PrunedUser:
+        """The message with its middle stubbed; its start and end stay as written."""
+        text = entry.text
+        cut = _user_cut(text)
+        assert cut is not None  # only a message with a middle to prune is a candidate
+        start, end = cut
+        middle = text[start:end]
+        saved = self._externalizer.save(f"{index}-user", middle)
+        ends = text[:start] + text[end:]
+        held = [n for n in names.new(middle) if n not in ends]
+        stub = stub_text(len(middle), self._externalizer.display(saved), held)
+        before = "" if start == 0 or text[start - 1] == "\n" else "\n"
+        return PrunedUser(
+            index=index,
+            user=entry.model_copy(update={"text": f"{text[:start]}{before}{stub}\n{text[end:]}"}),
+            ref=self._externalizer.session_relative(saved),
+        )
+
     def _candidates(self, live: Sequence[LogRecord]) -> tuple[list[_Candidate], int]:
-        """Prunable results and calls in history order, and the history's size in tokens."""
+        """Prunable results, calls and user messages in history order, and the history's
+        size in tokens. A user message is one once ``prune_keep_recent`` replies (at least
+        one) answered it, unless it is the session's first (the task)."""
         keep = self._settings.prune_keep_recent
         protected = _newest_steps(live, keep)
+        protected |= _unanswered_users(live, max(keep, 1)) | _first_user(self._session.records)
         failed = _failed_calls(live)
         records = self._session.records
         out: list[_Candidate] = []
@@ -352,13 +386,18 @@ def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
 
 
 def _stub_saving(entry: object, native: bool, calls: bool) -> int:
-    """Tokens stubbing ``entry`` would save: a successful result's, or a reply's long text
-    and, where calls are sent as calls (and ``calls``), long arguments (errors stay whole:
-    0)."""
+    """Tokens stubbing ``entry`` would save: a successful result's, a long user message's
+    middle, or a reply's long text and, where calls are sent as calls (and ``calls``), long
+    arguments (errors stay whole: 0)."""
     if isinstance(entry, ToolResultEntry):
         if entry.status != "success":
             return 0
         return count_tokens(entry.content) - STUB_ESTIMATE_TOKENS
+    if isinstance(entry, UserEntry):
+        middle = _user_cut(entry.text)
+        if middle is None:
+            return 0
+        return count_tokens(entry.text[middle[0] : middle[1]]) - STUB_ESTIMATE_TOKENS
     if not isinstance(entry, AssistantEntry):
         return 0
     cut = _text_cut(entry.text, native)
@@ -390,6 +429,18 @@ def _text_cut(text: str, native: bool) -> int:
         return start
     line = text.find("\n", start)
     return line + 1 if line != -1 else start
+
+
+def _user_cut(text: str) -> tuple[int, int] | None:
+    """The middle of a long user message that pruning may stub, ``(start, end)``, or
+    ``None``: its first ``USER_KEEP_HEAD`` and last ``USER_KEEP_TAIL`` characters stay,
+    each cut moved to a line start when one is near."""
+    if len(text) < USER_MIN_CHARS:
+        return None
+    start = text.find("\n", USER_KEEP_HEAD, USER_KEEP_HEAD + LINE_SLACK) + 1 or USER_KEEP_HEAD
+    tail = len(text) - USER_KEEP_TAIL
+    end = text.rfind("\n", tail - LINE_SLACK, tail) + 1 or tail
+    return (start, end) if end - start >= USER_MIN_CHARS - USER_KEEP_HEAD - USER_KEEP_TAIL else None
 
 
 def _action_start(text: str) -> int:
@@ -504,6 +555,25 @@ def _newest_steps(live: Sequence[LogRecord], keep: int) -> set[int]:
     answers = {index for index, result in results if result.call_id in calls}
     newest = {index for index, _ in results[-keep:]}
     return {index for index, _ in replies} | answers | newest
+
+
+def _unanswered_users(live: Sequence[LogRecord], replies: int) -> set[int]:
+    """Indices of the user messages that fewer than ``replies`` replies came after."""
+    out: set[int] = set()
+    seen = 0
+    for record in reversed(live):
+        if isinstance(record.entry, AssistantEntry):
+            seen += 1
+            if seen >= replies:
+                break
+        elif isinstance(record.entry, UserEntry):
+            out.add(record.index)
+    return out
+
+
+def _first_user(records: Sequence[LogRecord]) -> set[int]:
+    """The index of the session's first user message (the task), if it has one."""
+    return {next((r.index for r in records if isinstance(r.entry, UserEntry)), -1)}
 
 
 def _steps(records: Sequence[LogRecord]) -> int:

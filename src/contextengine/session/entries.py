@@ -201,24 +201,39 @@ class PrunedCall(_Entry):
     refs: tuple[str, ...]
 
 
+class PrunedUser(_Entry):
+    """One long user message as pruning leaves it: its start and end as written, the
+    middle (a pasted log, a file, an earlier harness's compaction summary) as a stub
+    naming the artifact (``ref``, relative to the session folder) that holds it."""
+
+    index: int
+    user: UserEntry
+    ref: str
+
+
 class PruneEntry(_Entry):
-    """A cache-aware pruning (R7.8): older tool results and call arguments shown as stubs.
+    """A cache-aware pruning (R7.8): older tool results, call arguments and the middles of
+    long user messages shown as stubs.
 
     One entry records the whole batch. It renders as the stubs' messages (each result in
     its own frame, each reply as itself with stubbed arguments): results first, then
-    replies, each taking its record's place in the live view; the originals stay in the
-    log and in the artifacts the stubs name.
+    replies, then user messages, each taking its record's place in the live view; the
+    originals stay in the log and in the artifacts the stubs name.
     """
 
     kind: Literal["prune"] = "prune"
     results: tuple[PrunedResult, ...]
     calls: tuple[PrunedCall, ...] = ()
+    users: tuple[PrunedUser, ...] = ()
 
-    def stand_ins(self) -> tuple[tuple[int, ToolResultEntry | AssistantEntry], ...]:
+    def stand_ins(
+        self,
+    ) -> tuple[tuple[int, ToolResultEntry | AssistantEntry | UserEntry], ...]:
         """``(record index, entry shown in its place)`` in the order the entry renders."""
         return (
             *((r.index, r.stand_in()) for r in self.results),
             *((c.index, c.assistant) for c in self.calls),
+            *((u.index, u.user) for u in self.users),
         )
 
 
