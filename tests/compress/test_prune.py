@@ -789,6 +789,15 @@ def test_an_old_long_user_message_keeps_its_start_and_end_and_its_middle_goes_to
     assert [r.entry for r in session.live if r.index == user.index] == [user.user]
 
 
+def test_a_reopened_session_shows_the_same_pruned_user_message(tmp_path):
+    folder = tmp_path / "s"
+    session = session_with_paste(folder, pasted_log(200))
+    assert pruned_users(session)
+    before = [r.chunks for r in session.live]
+    session.close()
+    assert [r.chunks for r in Session.open(folder).live] == before
+
+
 def test_the_task_a_short_message_and_one_not_yet_answered_stay_whole(tmp_path):
     paste = pasted_log(200)
     session = session_with_paste(tmp_path / "s", paste, task="Keep it green:\n" + paste)
