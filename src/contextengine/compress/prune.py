@@ -7,9 +7,9 @@ path; a free-form input, such as a patch, becomes a stub as a whole), the head o
 long replies (their reasoning; the end, where a text-protocol reply states its action,
 stays), and the middle of old long user messages (a pasted log or file, a skill's text, an
 earlier harness's compaction summary; the start and end, where people write what they ask,
-stay; never the task). Failed calls and their results stay verbatim (R5.1): the reasoning before a failed
-call may go, the call itself never; the newest ``prune_keep_recent`` replies and the
-results of their calls stay whole.
+stay; never the task). Failed calls and their results stay verbatim (R5.1): the reasoning
+before a failed call may go, the call itself never; the newest ``prune_keep_recent``
+replies and the results of their calls stay whole.
 
 Prices are relative to an uncached input token: a cache read costs ``read``, a cache write
 ``write``. Turning results that start at history position ``p`` (tokens) of ``P`` into
