@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+MAX_CONNECTIONS = 300  # the default 100 is less than the cluster tests hold at once
+
 
 @dataclass(frozen=True)
 class Postgres:
@@ -90,8 +92,11 @@ def start_postgres(folder: Path, fsync: bool = False) -> Postgres:
         ]
     )
     port = _free_port()
+    # Each open session holds a connection on its replica and one on its worker: the
+    # cluster tests run 50 sessions at once, over the default limit of 100 when turns overlap.
     options = (
         f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync={'on' if fsync else 'off'}"
+        f" -c max_connections={MAX_CONNECTIONS}"
     )
     try:
         _run(
