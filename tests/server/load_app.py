@@ -2,11 +2,13 @@
 
 Usage: ``python load_app.py WORKSPACE IDLE_SECONDS``; prints the URL with its token.
 Each turn is ``STEPS`` small file writes and a final answer; every model call waits
-``MODEL_LATENCY_S`` as a remote model would.
+half to one and a half ``MODEL_LATENCY_S``, as a remote model would (equal waits would
+keep the sessions started together in step, every step of all 20 in the same instant).
 """
 
 from __future__ import annotations
 
+import random
 import sys
 import time
 from pathlib import Path
@@ -25,12 +27,13 @@ MODEL_LATENCY_S = 1.0
 def provider() -> Provider:
     """A session's model: STEPS tool calls, then an answer, turn after turn."""
     calls = 0
+    latency = random.Random()
 
     def model(request: Request) -> dict[str, Any]:
         nonlocal calls
         step = calls % (STEPS + 1)
         calls += 1
-        time.sleep(MODEL_LATENCY_S)
+        time.sleep(latency.uniform(0.5, 1.5) * MODEL_LATENCY_S)
         if step == STEPS:
             return {"content": f"All {STEPS} notes are written and checked."}
         note = {"path": f"note{step}.txt", "content": f"note {step}\n"}

@@ -14,9 +14,10 @@ from contextengine.server.files import (
     read_memory_file,
 )
 from contextengine.server.routes.deps import Store
+from contextengine.server.routes.plain import PlainRoute
 from contextengine.session.layout import SessionLayout
 
-router = APIRouter(prefix="/api/sessions/{session_id}")
+router = APIRouter(prefix="/api/sessions/{session_id}", route_class=PlainRoute)
 
 
 @router.get("/memory")

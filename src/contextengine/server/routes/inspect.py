@@ -11,10 +11,11 @@ from contextengine.measure.inspector import CallView, first_difference, inspect_
 from contextengine.measure.report import usage_report
 from contextengine.server.errors import ApiError
 from contextengine.server.routes.deps import Store
+from contextengine.server.routes.plain import PlainRoute
 from contextengine.server.store import SessionStore
 from contextengine.session.layout import SessionLayout
 
-router = APIRouter(prefix="/api/sessions/{session_id}")
+router = APIRouter(prefix="/api/sessions/{session_id}", route_class=PlainRoute)
 
 
 @router.get("/usage")

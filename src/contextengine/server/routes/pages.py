@@ -12,13 +12,14 @@ from fastapi.responses import FileResponse, RedirectResponse, Response
 from contextengine.server.errors import ApiError
 from contextengine.server.guard import NO_TOKEN, TOKEN_COOKIE
 from contextengine.server.routes.deps import Guard, Store
+from contextengine.server.routes.plain import PlainRoute
 
 STATIC_DIR = Path(__file__).parents[1] / "static"
 
-router = APIRouter()
+router = APIRouter(route_class=PlainRoute)
 
 
-@router.get("/", include_in_schema=False, response_model=None)
+@router.get("/", include_in_schema=False)
 def index(guard: Guard, token: str | None = None) -> Response:
     """The web UI; ``?token=`` moves the token into a cookie first."""
     if token is None:

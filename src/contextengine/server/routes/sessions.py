@@ -12,9 +12,10 @@ from contextengine.server.errors import ApiError
 from contextengine.server.handover import hand_overs
 from contextengine.server.routes.bodies import TitleIn
 from contextengine.server.routes.deps import Runner, Store
+from contextengine.server.routes.plain import PlainRoute
 from contextengine.session.layout import SessionLayout
 
-router = APIRouter(prefix="/api/sessions")
+router = APIRouter(prefix="/api/sessions", route_class=PlainRoute)
 
 
 @router.get("")

@@ -13,8 +13,9 @@ from sse_starlette import EventSourceResponse
 from contextengine.server.errors import ApiError
 from contextengine.server.routes.bodies import AnswerIn, MessageIn
 from contextengine.server.routes.deps import Runner, Store
+from contextengine.server.routes.plain import PlainRoute
 
-router = APIRouter(prefix="/api/sessions/{session_id}")
+router = APIRouter(prefix="/api/sessions/{session_id}", route_class=PlainRoute)
 
 
 @router.post("/messages")
@@ -23,7 +24,7 @@ async def post_message(session_id: str, body: MessageIn, runner: Runner) -> Even
     return await runner.send(session_id, body.message)
 
 
-@router.get("/events", response_model=None)
+@router.get("/events")
 async def events(
     session_id: str, request: Request, runner: Runner, last_event_id: int = 0
 ) -> EventSourceResponse | Response:
