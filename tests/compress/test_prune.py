@@ -31,6 +31,7 @@ from contextengine.session.entries import (
 )
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
+from contextengine.toolkit.workspace import Workspace
 
 
 def output(k: int, lines: int = 120) -> str:
@@ -167,6 +168,29 @@ def test_a_long_session_prunes_old_results_into_recoverable_stubs(tmp_path):
             stub.full_ref in stub.content or str(session.directory / stub.full_ref) in stub.content
         )
     assert isinstance(session.records[-1].entry, PruneEntry)
+
+
+def test_a_stub_names_its_artifact_by_the_short_path_the_file_tools_open(tmp_path):
+    root = tmp_path / "ws"
+    session = session_with_steps(root / ".contextengine" / "sessions" / "s", [120] * 30)
+    ws = Workspace(root, session_dir=session.directory, session_access={"artifacts": "read"})
+    externalizer = Externalizer(session.layout.artifacts, ws.display, ws.artifact_path)
+    p = pruner_of(
+        Config().with_flags(prune_risk_share=AFFORD_ANY, prune_keep_recent=KEEP),
+        session,
+        externalizer,
+        CachePolicy.of_model(""),
+    )
+    p.prune(p.decide())
+
+    pruned = stubs(session)
+    assert pruned
+    for index, stub in pruned.items():
+        original = session.records[index].entry
+        assert isinstance(original, ToolResultEntry)
+        shown = stub.content.split("saved at ", 1)[1].split("]", 1)[0]
+        assert shown == f".contextengine/artifacts/{Path(stub.full_ref).name}"
+        assert ws.resolve(shown).read_text() == original.content
 
 
 def test_the_newest_results_and_errors_stay_verbatim(tmp_path):

@@ -84,3 +84,48 @@ def test_display_sees_through_a_symlinked_root(tmp_path: Path) -> None:
     ws = Workspace(tmp_path / "alias")
     assert ws.root == tmp_path / "real"
     assert ws.display(tmp_path / "alias" / "x.txt") == "x.txt"
+
+
+@pytest.mark.parametrize("inside", [True, False], ids=["session inside", "session outside"])
+def test_the_artifacts_alias_opens_this_sessions_artifacts_read_only(
+    tmp_path: Path, inside: bool
+) -> None:
+    root = tmp_path / "ws"
+    sessions = root / ".contextengine" / "sessions" if inside else tmp_path / "state"
+    mine, other = sessions / "abc", sessions / "xyz"
+    for session, text in ((mine, "mine"), (other, "other's")):
+        (session / "artifacts").mkdir(parents=True)
+        (session / "artifacts" / "3-Bash.txt").write_text(text)
+    (mine / "task_plan.md").write_text("# plan")
+    ws = Workspace(root, session_dir=mine, session_access={"artifacts": "read"})
+    saved = mine / "artifacts" / "3-Bash.txt"
+
+    assert ws.artifact_path(saved) == ".contextengine/artifacts/3-Bash.txt"
+    assert ws.resolve(".contextengine/artifacts/3-Bash.txt") == saved
+    assert ws.resolve(str(root / ".contextengine" / "artifacts" / "3-Bash.txt")) == saved
+    for refused, access in [
+        (".contextengine/artifacts/3-Bash.txt", "write"),
+        (".contextengine/artifacts/../task_plan.md", "read"),  # not among the readable names
+        (".contextengine/artifacts/../../xyz/artifacts/3-Bash.txt", "read"),
+        (".contextengine/artifactsX/3-Bash.txt", "read"),
+    ]:
+        with pytest.raises(PathRefused), ws.locate(refused, access):  # type: ignore[arg-type]
+            pass
+
+
+def test_a_path_that_is_not_a_session_artifact_is_shown_as_display_shows_it(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    session = root / ".contextengine" / "sessions" / "abc"
+    (session / "artifacts").mkdir(parents=True)
+    with_session = Workspace(root, session_dir=session, session_access={"artifacts": "read"})
+    assert with_session.artifact_path(root / "notes.txt") == "notes.txt"
+    assert with_session.artifact_path(session / "task_plan.md") == (
+        ".contextengine/sessions/abc/task_plan.md"
+    )
+    without = Workspace(root)
+    saved = session / "artifacts" / "1-x.txt"
+    assert without.artifact_path(saved) == ".contextengine/sessions/abc/artifacts/1-x.txt"
+    with pytest.raises(PathRefused):
+        without.resolve(".contextengine/artifacts/1-x.txt")

@@ -378,3 +378,16 @@ def test_hostile_commands_do_not_escape(
         _running(token),
     ]
     assert not any(escapes), (filled, escapes, out.text)
+
+
+def test_the_shell_reads_the_sessions_artifacts_at_the_stubs_short_path(tmp_path: Path) -> None:
+    agent = Agent(ScriptedProvider([]), tmp_path / "ws", Config())
+    saved = agent.externalizer.save("3-Bash", "the whole build log\n")
+    shown = agent.externalizer.stub_path(saved)
+    assert shown == ".contextengine/artifacts/3-Bash.txt"
+    command = f"cat {shown}; echo pwned >> {shown}; ls -A .contextengine; find . -name '*.jsonl'"
+    call = ToolCall("c1", "shell_exec", json.dumps({"command": command}))
+    out = agent.toolset.execute(call, agent.tool_context)
+    assert out.data["stdout"] == "the whole build log\nartifacts\n"
+    assert "Read-only file system" in out.data["stderr"]
+    assert saved.read_text() == "the whole build log\n"

@@ -48,7 +48,7 @@ from contextengine.toolkit.mcp_servers import session_servers
 from contextengine.toolkit.sandbox import SandboxPolicy
 from contextengine.toolkit.spec import ToolSpec
 from contextengine.toolkit.traits import ToolTraits
-from contextengine.toolkit.workspace import Workspace
+from contextengine.toolkit.workspace import ARTIFACTS_ALIAS, RESERVED_DIR, Workspace
 from contextengine.tools.agent_delegate import with_agent_delegate
 from contextengine.tools.code_map import with_code_map
 from contextengine.tools.context import ToolContext
@@ -199,7 +199,9 @@ class AgentParts:
         if tool_context.code_map is not None:
             injectors = [*injectors, CodeMapInjector(tool_context.code_map)]
         display = tool_context.workspace.display
-        externalizer = Externalizer(session.layout.artifacts, display)
+        externalizer = Externalizer(
+            session.layout.artifacts, display, tool_context.workspace.artifact_path
+        )
         gauge = TokenGauge()
         pruner = pruner_of(config, session, externalizer, provider.cache_policy)
         allowance = Allowance(
@@ -479,6 +481,9 @@ def _tool_context(
         web=WebPolicy.from_config(config),
         search=search_backend(config),
         sandbox=SandboxPolicy.from_config(
-            config, hidden_paths=(workspace / ".contextengine", *private, session.directory)
+            config,
+            hidden_paths=(workspace / RESERVED_DIR, *private, session.directory),
+            # the short path pruning stubs show opens in the shell too
+            shown_paths=((session.layout.artifacts, workspace.joinpath(*ARTIFACTS_ALIAS)),),
         ),
     )

@@ -98,12 +98,20 @@ class Externalizer:
     """Stores texts in a session's artifacts folder and reads them back exactly.
 
     ``display`` renders an artifact's path the way the model addresses files (relative to
-    the workspace), so the model can ``file_read`` a ref's path.
+    the workspace), so the model can ``file_read`` a ref's path; ``short``, when given, a
+    shorter path the model's file tools also open, for pruning stubs (every later request
+    reads a stub again).
     """
 
-    def __init__(self, artifacts_dir: Path, display: Callable[[Path], str]) -> None:
+    def __init__(
+        self,
+        artifacts_dir: Path,
+        display: Callable[[Path], str],
+        short: Callable[[Path], str] | None = None,
+    ) -> None:
         self.artifacts_dir = artifacts_dir
         self._display = display
+        self._short = short or display
 
     def path_for(self, name_hint: str) -> Path:
         """The artifact file for ``name_hint``: a deterministic, safe file name."""
@@ -117,6 +125,10 @@ class Externalizer:
     def display(self, path: Path) -> str:
         """A path as the model addresses it."""
         return self._display(path)
+
+    def stub_path(self, path: Path) -> str:
+        """How a pruning stub names the artifact at ``path``."""
+        return self._short(path)
 
     def session_relative(self, path: Path) -> str:
         """An artifact's path relative to the session folder (``artifacts/<name>``)."""

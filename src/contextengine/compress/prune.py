@@ -32,8 +32,9 @@ next to nothing): the rewrite is paid anyway, and everything pruned with it rais
 saving. It chooses where the batch starts (the oldest candidate, or a later one) for the
 largest expected net saving, so one rewrite carries as much as it can.
 
-A stub names the artifact holding the text byte for byte and the names (``names_in``) the
-text held that nothing else in view holds (none that is part of a longer listed one),
+A stub names the artifact holding the text byte for byte (by ``Externalizer.stub_path``: an
+agent's stubs show ``.contextengine/artifacts/<name>``, which its tools open) and the names
+(``names_in``) the text held that nothing else in view holds (none that is part of a longer listed one),
 shortest first, so what was pruned stays findable.
 """
 
@@ -220,7 +221,7 @@ class Pruner:
             call_id=entry.call_id,
             tool_name=entry.tool_name,
             content=stub_text(
-                len(entry.content), self._externalizer.display(saved), names.new(entry.content)
+                len(entry.content), self._externalizer.stub_path(saved), names.new(entry.content)
             ),
             full_ref=self._externalizer.session_relative(saved),
         )
@@ -243,7 +244,11 @@ class Pruner:
                     tries += 1
                     name = f"{index}-{position}-{tries}-{where}"
                 held = names.new(value)
-                text = stub_text(len(value), self._externalizer.display_path(name), held)
+                text = stub_text(
+                    len(value),
+                    self._externalizer.stub_path(self._externalizer.path_for(name)),
+                    held,
+                )
                 if len(text) > len(value) * STUB_MAX_SHARE:
                     return value  # a stub about as long as the value saves nothing
                 saved = self._externalizer.save(name, value)
@@ -267,7 +272,7 @@ class Pruner:
         if cut:
             saved = self._externalizer.save(f"{index}-text", text[:cut])
             refs.append(self._externalizer.session_relative(saved))
-            head = stub_text(cut, self._externalizer.display(saved), names.new(text[:cut]))
+            head = stub_text(cut, self._externalizer.stub_path(saved), names.new(text[:cut]))
             text = f"{head}\n{text[cut:]}"
         return PrunedCall(
             index=index,
@@ -285,7 +290,7 @@ class Pruner:
         saved = self._externalizer.save(f"{index}-user", middle)
         ends = text[:start] + text[end:]
         held = [n for n in names.new(middle) if n not in ends]
-        stub = stub_text(len(middle), self._externalizer.display(saved), held)
+        stub = stub_text(len(middle), self._externalizer.stub_path(saved), held)
         before = "" if start == 0 or text[start - 1] == "\n" else "\n"
         return PrunedUser(
             index=index,

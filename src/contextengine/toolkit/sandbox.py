@@ -77,18 +77,26 @@ class SandboxPolicy:
     bwrap: str = "bwrap"
     unix_sockets: bool = False  # every one (no filter, nothing masked)
     unix_socket_paths: tuple[str, ...] = ()  # only these (workspace-relative or absolute)
+    shown_paths: tuple[tuple[str, str], ...] = ()  # (source, target) read only, in a hidden folder
 
     @classmethod
     def from_config(
-        cls, config: SandboxSettings, hidden_paths: Iterable[Path] = ()
+        cls,
+        config: SandboxSettings,
+        hidden_paths: Iterable[Path] = (),
+        shown_paths: Iterable[tuple[Path, Path]] = (),
     ) -> SandboxPolicy | None:
-        """The policy ``config`` asks for; ``None`` when the sandbox is switched off."""
+        """The policy ``config`` asks for; ``None`` when the sandbox is switched off.
+        ``shown_paths`` (source, target): folders shown read only at a path inside a hidden
+        folder (a target outside every hidden folder is not shown: it would be made on the
+        host)."""
         if not config.sandbox:
             return None
         return cls(
             network=config.sandbox_network,
             read_only_paths=tuple(config.sandbox_read_only_paths),
             hidden_paths=tuple(str(p) for p in hidden_paths),
+            shown_paths=tuple((str(source), str(target)) for source, target in shown_paths),
             memory_mb=config.sandbox_memory_mb,
             cpu_s=config.sandbox_cpu_s,
             file_size_mb=config.sandbox_file_size_mb,
@@ -298,12 +306,19 @@ def _mounts(policy: SandboxPolicy, workspace: Path) -> list[str]:
     mounts.sort(key=lambda mount: len(Path(mount[0]).parts))
     args = [arg for _, mount in mounts for arg in mount]
     covered: list[Path] = []
-    for hidden in sorted(Path(os.path.realpath(p)) for p in policy.hidden_paths):
+    for hidden in sorted(map(_real, policy.hidden_paths)):
         if any(hidden.is_relative_to(c) for c in covered):
             continue
         if hidden.is_dir():
             covered.append(hidden)
-            args += ["--tmpfs", str(hidden), "--remount-ro", str(hidden)]
+            shown = [
+                arg
+                for source, target in policy.shown_paths
+                if _real(target).is_relative_to(hidden)
+                for arg in ("--ro-bind-try", source, str(_real(target)))
+            ]
+            # The mount points are made in the empty tmpfs before it becomes read-only.
+            args += ["--tmpfs", str(hidden), *shown, "--remount-ro", str(hidden)]
         elif hidden.is_file():
             covered.append(hidden)
             args += ["--ro-bind", os.devnull, str(hidden)]
@@ -311,6 +326,11 @@ def _mounts(policy: SandboxPolicy, workspace: Path) -> list[str]:
         args += _masked_sockets(workspace, named, covered)
     # The sandbox's own root (where bwrap made the mount points) becomes read-only last.
     return [*args, "--remount-ro", "/"]
+
+
+def _real(path: str) -> Path:
+    """``path`` with its existing part's symlinks resolved (the rest need not exist)."""
+    return Path(os.path.realpath(path))
 
 
 def _masked_sockets(workspace: Path, named: Sequence[str], covered: Sequence[Path]) -> list[str]:

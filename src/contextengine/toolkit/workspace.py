@@ -29,10 +29,20 @@ from contextengine.toolkit.confine import (
 )
 
 RESERVED_DIR = ".contextengine"
+ARTIFACTS_ALIAS = (RESERVED_DIR, "artifacts")
+"""``.contextengine/artifacts/<name>`` opens the session's artifact ``<name>``, read only: the
+short path pruning stubs show (``.contextengine`` is reserved, so no workspace file has it)."""
 
 Access = Literal["read", "write"]
 
-__all__ = ["RESERVED_DIR", "Located", "OutsideWorkspace", "PathRefused", "Workspace"]
+__all__ = [
+    "ARTIFACTS_ALIAS",
+    "RESERVED_DIR",
+    "Located",
+    "OutsideWorkspace",
+    "PathRefused",
+    "Workspace",
+]
 
 
 @dataclass(frozen=True)
@@ -112,14 +122,32 @@ class Workspace:
                 return candidate.relative_to(self.root).as_posix()
         return absolute.as_posix()
 
+    def artifact_path(self, path: Path) -> str:
+        """How a stub names ``path``: ``.contextengine/artifacts/<name>`` for an artifact of
+        the session, else as ``display`` shows it."""
+        folder = self.session_dir / "artifacts" if self.session_dir is not None else None
+        if folder is not None and Path(os.path.realpath(path.parent)) == folder:
+            return "/".join((*ARTIFACTS_ALIAS, path.name))
+        return self.display(path)
+
     def _zone_of(self, path: str) -> tuple[_Zone, list[str]]:
         absolute, parts = split_path(path)
         if not absolute:
-            return self._main, parts
-        for zone in (self._main, self._session):
-            if zone is not None and (inside := zone.tree.below(path)) is not None:
-                return zone, inside
+            return self._aliased(parts)
+        if (inside := self._main.tree.below(path)) is not None:
+            return self._aliased(inside)
+        if self._session is not None and (inside := self._session.tree.below(path)) is not None:
+            return self._session, inside
         raise OutsideWorkspace(path, self._main.tree.label)
+
+    def _aliased(self, parts: list[str]) -> tuple[_Zone, list[str]]:
+        """Where ``parts`` (below the root) lead: the artifacts alias to the session's folder."""
+        if tuple(parts[:2]) != ARTIFACTS_ALIAS or self.session_dir is None:
+            return self._main, parts
+        rest = ["artifacts", *parts[2:]]
+        if self._session is not None:  # the session folder is outside the workspace
+            return self._session, rest
+        return self._main, [*(self._main.session or ()), *rest]
 
     def _check(self, zone: _Zone, parts: tuple[str, ...], access: Access, path: str) -> None:
         if not self._allowed(zone, parts, access):
