@@ -34,8 +34,8 @@ largest expected net saving, so one rewrite carries as much as it can.
 
 A stub names the artifact holding the text byte for byte (by ``Externalizer.stub_path``: an
 agent's stubs show ``.contextengine/artifacts/<name>``, which its tools open) and the names
-(``names_in``) the text held that nothing else in view holds (none that is part of a longer listed one),
-shortest first, so what was pruned stays findable.
+(``names_in``) the text held that nothing else in view holds (none that is part of a longer
+listed one), shortest first, so what was pruned stays findable.
 """
 
 from __future__ import annotations

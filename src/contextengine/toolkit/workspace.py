@@ -5,7 +5,8 @@ checked and then reopened by name. Symlinks inside the workspace are followed on
 they stay inside it. The engine's own folder ``.contextengine`` and the session folder are
 reserved: the tools can neither list nor search them, and reach only the entries named in
 ``session_access`` (the working-memory files, read and written by path as the prompt
-says, and the artifacts, read only). When sessions live outside the workspace, absolute
+says, and the artifacts, read only; ``.contextengine/artifacts/<name>`` is a short path to the
+session's artifact ``<name>``). When sessions live outside the workspace, absolute
 paths under the session folder reach those same entries. ``private`` names further folders
 and files (the session tree's root: every other session and the long-term memory) that no
 tool may list, read or write wherever they sit in the workspace.
