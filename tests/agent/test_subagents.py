@@ -18,12 +18,14 @@ from typer.testing import CliRunner
 
 from contextengine import MODES, Config, ScriptedProvider
 from contextengine.agent.loop import Agent
+from contextengine.agent.parts import AgentParts
 from contextengine.agent.subagents import delegation_depth
 from contextengine.cli import app
 from contextengine.context.request import Request
 from contextengine.measure.report import load_usage, usage_report
 from contextengine.session.entries import ToolResultEntry, UserEntry
 from contextengine.session.meta import META_FILE, SessionMeta, load_meta
+from contextengine.session.session import Session
 from contextengine.toolkit.modes import mode_mask
 from contextengine.tools.agent_delegate import AgentDelegateTool
 
@@ -90,6 +92,37 @@ def test_a_child_runs_in_its_own_session_and_hands_back_answer_paths_and_id(
     # The parent's record keeps the link, written in the log line itself.
     line = (agent.session_dir / "session.jsonl").read_text().splitlines()
     assert any(f'"child_session":"{child.name}"' in x.replace(" ", "") for x in line)
+
+
+@pytest.mark.parametrize("sandbox", [False, True], ids=["file tools", "sandboxed shell"])
+def test_a_stub_path_the_parent_hands_over_opens_the_parents_artifact_in_the_child(
+    tmp_path: Path, sandbox: bool
+) -> None:
+    shown = ".contextengine/artifacts/3-Bash.txt"  # as the parent's pruning stubs name it
+    read = call("shell_exec", command=f"cat {shown}") if sandbox else call("file_read", path=shown)
+    script = [
+        delegate(f"Find the failing test in the build log at {shown}."),
+        {"content": "Reading the log.", "tool_calls": [read]},
+        {"content": "test_cache fails."},
+        {"content": "The sub-agent found it: test_cache."},
+    ]
+    provider = ScriptedProvider(script)
+    with Agent(provider, tmp_path / "ws", Config(subagents=True, sandbox=sandbox)) as agent:
+        parents = agent.externalizer.save("3-Bash", "FAILED tests/test_cache.py::test_cache\n")
+        assert agent.externalizer.stub_path(parents) == shown
+        assert agent.run("Which test fails?").status == "completed"
+        child = child_dir(agent, results(agent)[0])
+
+    (observation,) = [m for m in provider.requests[2].messages if m["role"] == "tool"]
+    assert "FAILED tests/test_cache.py::test_cache" in json.dumps(observation)
+    # The child's own artifacts go by their full path, never the parent's short one.
+    child_parts = AgentParts.defaults(
+        ScriptedProvider([]), tmp_path / "ws", Config(), session=Session.open(child)
+    )
+    own = child_parts.externalizer.save("3-Bash", "the child's own\n")
+    assert child_parts.externalizer.stub_path(own) == (
+        child_parts.tool_context.workspace.display(own)
+    )
 
 
 def test_the_child_works_in_the_mode_it_is_given(tmp_path: Path) -> None:

@@ -94,13 +94,18 @@ class Round:
     by_endpoint: dict[str, list[float]]
 
     @property
+    def samples(self) -> list[float]:
+        """Every endpoint's latencies together."""
+        return [s for v in self.by_endpoint.values() for s in v]
+
+    @property
     def p99(self) -> float:
         """The 99th percentile over all endpoints."""
-        return statistics.quantiles([s for v in self.by_endpoint.values() for s in v], n=100)[98]
+        return statistics.quantiles(self.samples, n=100)[98]
 
     def report(self) -> str:
         """The round's figures, one line per endpoint."""
-        every = [s for v in self.by_endpoint.values() for s in v]
+        every = self.samples
         cuts = statistics.quantiles(every, n=100)
         lines = [
             f"{SESSIONS} sessions x {TURNS} turns in {self.elapsed:.1f}s; cheap endpoints: "

@@ -129,3 +129,38 @@ def test_a_path_that_is_not_a_session_artifact_is_shown_as_display_shows_it(
     assert without.artifact_path(saved) == ".contextengine/sessions/abc/artifacts/1-x.txt"
     with pytest.raises(PathRefused):
         without.resolve(".contextengine/artifacts/1-x.txt")
+
+
+@pytest.mark.parametrize("inside", [True, False], ids=["session inside", "session outside"])
+def test_a_sub_agents_alias_opens_its_parents_artifacts_and_its_own_go_by_full_path(
+    tmp_path: Path, inside: bool
+) -> None:
+    root = tmp_path / "ws"
+    sessions = root / ".contextengine" / "sessions" if inside else tmp_path / "state"
+    parent, child = sessions / "parent", sessions / "child"
+    for session, text in ((parent, "parent's"), (child, "child's")):
+        (session / "artifacts").mkdir(parents=True)
+        (session / "artifacts" / "3-Bash.txt").write_text(text)
+    (parent / "task_plan.md").write_text("# the parent's plan")
+    ws = Workspace(
+        root,
+        session_dir=child,
+        session_access={"artifacts": "read"},
+        private=[sessions],
+        artifacts=parent / "artifacts",
+    )
+
+    with ws.locate(".contextengine/artifacts/3-Bash.txt", "read") as where:
+        assert where.real == parent / "artifacts" / "3-Bash.txt"
+        assert where.shown == ".contextengine/artifacts/3-Bash.txt"
+    own = child / "artifacts" / "3-Bash.txt"
+    assert ws.artifact_path(own) == ws.display(own) != ".contextengine/artifacts/3-Bash.txt"
+    assert ws.resolve(ws.artifact_path(own)) == own
+    for refused, access in [
+        (".contextengine/artifacts/3-Bash.txt", "write"),
+        (".contextengine/artifacts/new.txt", "write"),
+        (".contextengine/artifacts/../task_plan.md", "read"),
+        (str(parent / "artifacts" / "3-Bash.txt"), "read"),  # the long path stays private
+    ]:
+        with pytest.raises(PathRefused), ws.locate(refused, access):  # type: ignore[arg-type]
+            pass

@@ -39,7 +39,7 @@ from contextengine.prices import CachePolicy
 from contextengine.providers.base import Provider
 from contextengine.session.folders import create_session
 from contextengine.session.layout import DEFAULT_ROOT_NAME, SessionLayout
-from contextengine.session.meta import ProviderChoice
+from contextengine.session.meta import ProviderChoice, read_meta
 from contextengine.session.render import RenderStyle
 from contextengine.session.session import Session
 from contextengine.toolkit.base import ToolOutcome
@@ -464,6 +464,7 @@ def _tool_context(
     workspace: Path, session: Session, memory: WorkingMemory, config: Config
 ) -> ToolContext:
     private = SessionScope.of(session.directory).private_to(workspace)
+    artifacts = _shown_artifacts(session)
     confined = Workspace(
         workspace,
         session_dir=session.directory,
@@ -473,6 +474,7 @@ def _tool_context(
             TRASH_DIR: "read",
         },
         private=private,
+        artifacts=artifacts,
     )
     return ToolContext(
         confined,
@@ -484,6 +486,15 @@ def _tool_context(
             config,
             hidden_paths=(workspace / RESERVED_DIR, *private, session.directory),
             # the short path pruning stubs show opens in the shell too
-            shown_paths=((session.layout.artifacts, workspace.joinpath(*ARTIFACTS_ALIAS)),),
+            shown_paths=((artifacts, workspace.joinpath(*ARTIFACTS_ALIAS)),),
         ),
     )
+
+
+def _shown_artifacts(session: Session) -> Path:
+    """The artifacts ``.contextengine/artifacts/`` opens: a sub-agent's parent's (a path its
+    task copied from the parent's view opens as it did there), else the session's own."""
+    meta = read_meta(session.directory)
+    if meta is not None and meta.parent is not None:
+        return session.layout.sibling(meta.parent).artifacts
+    return session.layout.artifacts

@@ -51,6 +51,10 @@ class SessionLayout:
         ]
         return cls(root.joinpath(*parts))
 
+    def sibling(self, session_id: str) -> SessionLayout:
+        """The layout of another session of the same workspace (a sub-agent's parent)."""
+        return SessionLayout(self.directory.parent / safe_name(session_id, "session id"))
+
     @property
     def log(self) -> Path:
         """The append-only session log."""

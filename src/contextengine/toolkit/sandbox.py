@@ -306,6 +306,7 @@ def _mounts(policy: SandboxPolicy, workspace: Path) -> list[str]:
     mounts.sort(key=lambda mount: len(Path(mount[0]).parts))
     args = [arg for _, mount in mounts for arg in mount]
     covered: list[Path] = []
+    shown_at = [(source, _real(target)) for source, target in policy.shown_paths]
     for hidden in sorted(map(_real, policy.hidden_paths)):
         if any(hidden.is_relative_to(c) for c in covered):
             continue
@@ -313,9 +314,9 @@ def _mounts(policy: SandboxPolicy, workspace: Path) -> list[str]:
             covered.append(hidden)
             shown = [
                 arg
-                for source, target in policy.shown_paths
-                if _real(target).is_relative_to(hidden)
-                for arg in ("--ro-bind-try", source, str(_real(target)))
+                for source, target in shown_at
+                if target.is_relative_to(hidden)
+                for arg in ("--ro-bind-try", source, str(target))
             ]
             # The mount points are made in the empty tmpfs before it becomes read-only.
             args += ["--tmpfs", str(hidden), *shown, "--remount-ro", str(hidden)]

@@ -5,8 +5,10 @@ checked and then reopened by name. Symlinks inside the workspace are followed on
 they stay inside it. The engine's own folder ``.contextengine`` and the session folder are
 reserved: the tools can neither list nor search them, and reach only the entries named in
 ``session_access`` (the working-memory files, read and written by path as the prompt
-says, and the artifacts, read only; ``.contextengine/artifacts/<name>`` is a short path to the
-session's artifact ``<name>``). When sessions live outside the workspace, absolute
+says, and the artifacts, read only). ``.contextengine/artifacts/<name>`` is a short path to the
+artifact ``<name>`` of the folder ``artifacts`` names, read only: the session's own, or for a
+sub-agent its parent's, so a path the parent was shown opens in the child as it did in the
+parent (the child's own artifacts go by their full path). When sessions live outside the workspace, absolute
 paths under the session folder reach those same entries. ``private`` names further folders
 and files (the session tree's root: every other session and the long-term memory) that no
 tool may list, read or write wherever they sit in the workspace.
@@ -30,9 +32,10 @@ from contextengine.toolkit.confine import (
 )
 
 RESERVED_DIR = ".contextengine"
-ARTIFACTS_ALIAS = (RESERVED_DIR, "artifacts")
-"""``.contextengine/artifacts/<name>`` opens the session's artifact ``<name>``, read only: the
-short path pruning stubs show (``.contextengine`` is reserved, so no workspace file has it)."""
+_ARTIFACTS = "artifacts"  # the session folder's artifacts folder (``SessionLayout.artifacts``)
+ARTIFACTS_ALIAS = (RESERVED_DIR, _ARTIFACTS)
+"""``.contextengine/artifacts/<name>`` opens the artifact ``<name>``, read only: the short path
+pruning stubs show (``.contextengine`` is reserved, so no workspace file has it)."""
 
 Access = Literal["read", "write"]
 
@@ -64,10 +67,14 @@ class _Zone:
     session: tuple[str, ...] | None
     reserve_engine_dir: bool
     private: tuple[tuple[str, ...], ...] = ()
+    read_only: bool = False
 
 
 class Workspace:
-    """A root folder that confines every tool path, with the session folder reserved."""
+    """A root folder that confines every tool path, with the session folder reserved.
+
+    ``artifacts``: the folder ``.contextengine/artifacts/`` opens (default: the session's own).
+    """
 
     def __init__(
         self,
@@ -75,6 +82,7 @@ class Workspace:
         session_dir: Path | None = None,
         session_access: Mapping[str, Access] | None = None,
         private: Sequence[Path] = (),
+        artifacts: Path | None = None,
     ) -> None:
         self.root = Path(os.path.realpath(root))
         tree = ConfinedRoot(self.root, f"the workspace {self.root}")
@@ -92,6 +100,12 @@ class Workspace:
             if real.is_relative_to(self.root) and real != self.root
         )
         self._main = _Zone(tree, session_parts, True, private_parts)
+        own = self.session_dir / _ARTIFACTS if self.session_dir is not None else None
+        self.artifacts = Path(os.path.realpath(artifacts)) if artifacts is not None else own
+        self._shared: _Zone | None = None  # another session's artifacts, behind the alias
+        if self.artifacts is not None and self.artifacts != own:
+            label = f"the artifacts folder {self.artifacts}"
+            self._shared = _Zone(ConfinedRoot(self.artifacts, label), None, False, read_only=True)
 
     @contextmanager
     def locate(self, path: str, access: Access, create_dirs: bool = False) -> Iterator[Located]:
@@ -104,7 +118,7 @@ class Workspace:
         with zone.tree.locate(path, parts, mkdir) as spot:
             real = zone.tree.root.joinpath(*spot.parts)
             self._check(zone, spot.parts, access, path)
-            yield Located(spot, self.display(real), real, zone)
+            yield Located(spot, self.artifact_path(real), real, zone)
 
     def resolve(self, path: str) -> Path:
         """The real path ``path`` leads to (symlinks resolved); raises ``PathRefused``."""
@@ -124,10 +138,9 @@ class Workspace:
         return absolute.as_posix()
 
     def artifact_path(self, path: Path) -> str:
-        """How a stub names ``path``: ``.contextengine/artifacts/<name>`` for an artifact of
-        the session, else as ``display`` shows it."""
-        folder = self.session_dir / "artifacts" if self.session_dir is not None else None
-        if folder is not None and Path(os.path.realpath(path.parent)) == folder:
+        """How the tools name ``path``: ``.contextengine/artifacts/<name>`` for a file of
+        the ``artifacts`` folder, else as ``display`` shows it."""
+        if self.artifacts is not None and Path(os.path.realpath(path.parent)) == self.artifacts:
             return "/".join((*ARTIFACTS_ALIAS, path.name))
         return self.display(path)
 
@@ -142,10 +155,12 @@ class Workspace:
         raise OutsideWorkspace(path, self._main.tree.label)
 
     def _aliased(self, parts: list[str]) -> tuple[_Zone, list[str]]:
-        """Where ``parts`` (below the root) lead: the artifacts alias to the session's folder."""
-        if tuple(parts[:2]) != ARTIFACTS_ALIAS or self.session_dir is None:
+        """Where ``parts`` (below the root) lead: the artifacts alias to ``artifacts``."""
+        if tuple(parts[:2]) != ARTIFACTS_ALIAS or self.artifacts is None:
             return self._main, parts
-        rest = ["artifacts", *parts[2:]]
+        if self._shared is not None:
+            return self._shared, parts[2:]
+        rest = [_ARTIFACTS, *parts[2:]]
         if self._session is not None:  # the session folder is outside the workspace
             return self._session, rest
         return self._main, [*(self._main.session or ()), *rest]
@@ -159,6 +174,8 @@ class Workspace:
             )
 
     def _allowed(self, zone: _Zone, parts: tuple[str, ...], access: Access) -> bool:
+        if zone.read_only:
+            return access == "read"
         session = zone.session
         in_session = session is not None and parts[: len(session)] == session
         if not in_session:
