@@ -193,7 +193,10 @@ def test_a_rerun_goes_into_history_as_its_difference(tmp_path: Path) -> None:
     assert second.full_ref is not None
     saved = agent.session_dir / second.full_ref
     assert saved.read_text() == first.content.replace("item_5 is 35", "item_5 is 36")
-    assert str(saved.name) in second.content  # the model is told where the whole text is
+    # the model is told where the whole text is, by the short path its file tools open
+    shown = f".contextengine/artifacts/{saved.name}"
+    assert f"(diff from it; saved at {shown})" in second.content
+    assert agent.tool_context.workspace.resolve(shown) == saved
     last = provider.requests[-1].messages
     assert any(m.get("content", "").endswith("item_5 is 36") for m in last if m["role"] == "tool")
 

@@ -102,6 +102,20 @@ def test_50kb_output_is_externalized_and_recovered_exactly(h: Harness) -> None:
     assert read.text.startswith(numbered + "\n\n[mtime ")
 
 
+def test_cut_markers_name_the_artifact_by_the_short_path_and_the_ref_keeps_the_full_one(
+    h: Harness,
+) -> None:
+    h.externalizer = Externalizer(
+        h.session_dir / "artifacts", h.workspace.display, h.workspace.artifact_path
+    )
+    args, out = h.run("shell_exec", command=BIG)
+    obs = h.processor().process(7, "shell_exec", args, out)
+    shown = ".contextengine/artifacts/7-shell_exec.txt"
+    assert f"recoverable from {shown}]" in json.loads(obs.history)["data"]["stdout"]
+    assert h.workspace.resolve(shown) == h.session_dir / "artifacts" / "7-shell_exec.txt"
+    assert _ref_of(obs.live).path == ".contextengine/sessions/o/t/ws/s1/artifacts/7-shell_exec.txt"
+
+
 def test_cut_history_saves_the_full_text_even_under_the_threshold(h: Harness) -> None:
     for i in range(30):
         (h.workspace.root / f"f{i:02d}.txt").write_text("")

@@ -99,8 +99,8 @@ class Externalizer:
 
     ``display`` renders an artifact's path the way the model addresses files (relative to
     the workspace), so the model can ``file_read`` a ref's path; ``short``, when given, a
-    shorter path the model's file tools also open, for pruning stubs (every later request
-    reads a stub again).
+    shorter path the model's file tools also open, for the texts that point at an artifact
+    and that every later request reads again (``stub_path``).
     """
 
     def __init__(
@@ -127,7 +127,8 @@ class Externalizer:
         return self._display(path)
 
     def stub_path(self, path: Path) -> str:
-        """How a pruning stub names the artifact at ``path``."""
+        """How a text that every later request reads again (a pruning stub, a delta view, a
+        compressed observation's pointer) names the artifact at ``path``."""
         return self._short(path)
 
     def session_relative(self, path: Path) -> str:
