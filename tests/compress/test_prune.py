@@ -16,7 +16,8 @@ from contextengine import Config
 from contextengine.agent.parts import pruner_of
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
-from contextengine.compress.prune import MAX_STUB_NAMES, Pruner, stub_text
+from contextengine.compress.observation import ERROR_TAIL_CHARS, ERROR_TAIL_LINES
+from contextengine.compress.prune import MAX_STUB_NAMES, Pruner, failure_kept, stub_text
 from contextengine.context.builder import ContextBuilder
 from contextengine.context.monitor import PrefixMonitor
 from contextengine.prices import CachePolicy
@@ -193,14 +194,58 @@ def test_a_stub_names_its_artifact_by_the_short_path_the_file_tools_open(tmp_pat
         assert ws.resolve(shown).read_text() == original.content
 
 
-def test_the_newest_results_and_errors_stay_verbatim(tmp_path):
+def test_the_newest_results_stay_verbatim_and_an_old_failure_keeps_its_error(tmp_path):
     session = session_with_steps(tmp_path / "s", [120] * 30, failing=frozenset({3, 4}))
     p = pruner(session, prune_keep_recent=5)
     p.prune(p.decide())
     pruned = stubs(session)
     results = [r for r in session.records if isinstance(r.entry, ToolResultEntry)]
     assert not {r.index for r in results[-5:]} & set(pruned)
-    assert not {r.index for r in results if r.entry.status == "error"} & set(pruned)
+    failed = [r for r in results if r.entry.status == "error"]
+    assert {r.index for r in failed} <= set(pruned)
+    for record in failed:
+        original, stub = record.entry.content, pruned[record.index]
+        error = "\n".join(original.splitlines()[-ERROR_TAIL_LINES:])  # its last lines
+        assert stub.status == "error" and stub.content.startswith("[pruned: ")
+        assert stub.content.endswith("\n" + error)
+        assert (session.directory / stub.full_ref).read_text() == original
+        calls = [r.entry for r in session.live if r.index == record.index - 1]
+        assert calls == [session.records[record.index - 1].entry], "the failed call stays"
+
+
+@pytest.mark.parametrize(
+    ("content", "kept"),
+    [
+        (
+            '{"ref": 1}\nNames: a b\n<error>\nline 1\n<error>x</error>\n</error>',
+            "<error>\nline 1\n<error>x</error>\n</error>",
+        ),
+        (
+            "".join(f"row {i}\n" for i in range(40)) + "[exit code 1]",
+            "".join(f"row {i}\n" for i in range(21, 40)) + "[exit code 1]",
+        ),
+        (
+            "ok\n" * 30 + "Traceback (most recent call last):\n" + "  frame\n" * 30 + "E: boom",
+            "Traceback (most recent call last):\n" + "  frame\n" * 30 + "E: boom",
+        ),
+        ("x" * 5000, "x" * (ERROR_TAIL_CHARS - 1)),
+        ("a\rb\rc", "a\rb\rc"),  # lines ``splitlines`` reads alike: all stays
+    ],
+    ids=["error block", "last lines", "whole traceback", "one long line", "odd breaks"],
+)
+def test_a_failure_keeps_its_error_block_or_its_last_lines(content: str, kept: str) -> None:
+    assert failure_kept(content) == kept
+
+
+@given(st.text(), st.booleans())
+def test_what_a_failure_keeps_is_its_own_ending_and_its_whole_error_block(
+    text: str, block: bool
+) -> None:
+    content = f"{text}\n<error>\n{text}\n</error>" if block else text
+    kept = failure_kept(content)
+    assert content.endswith(kept)
+    if block:
+        assert kept.endswith(f"<error>\n{text}\n</error>")
 
 
 def test_every_result_of_the_newest_replies_stays_verbatim(tmp_path):

@@ -7,9 +7,11 @@ path; a free-form input, such as a patch, becomes a stub as a whole), the head o
 long replies (their reasoning; the end, where a text-protocol reply states its action,
 stays), and the middle of old long user messages (a pasted log or file, a skill's text, an
 earlier harness's compaction summary; the start and end, where people write what they ask,
-stay; never the task). Failed calls and their results stay verbatim (R5.1): the reasoning
-before a failed call may go, the call itself never; the newest ``prune_keep_recent``
-replies and the results of their calls stay whole.
+stay; never the task). A failed call stays verbatim and its result keeps its error verbatim
+(R5.1): the error block of a saved output's view, else the output's last lines, back to the
+start of a stack trace (what a failed output's view keeps); what a failed result showed
+before that, and the reasoning before a failed call, may go, the call itself never. The
+newest ``prune_keep_recent`` replies and the results of their calls stay whole.
 
 Prices are relative to an uncached input token: a cache read costs ``read``, a cache write
 ``write``. Turning results that start at history position ``p`` (tokens) of ``P`` into
@@ -50,7 +52,14 @@ from typing import Any
 
 from contextengine.canonical import canonical_json
 from contextengine.compress.externalize import Externalizer
-from contextengine.compress.observation import artifact_name, maximal, name_list, names_in
+from contextengine.compress.observation import (
+    ERROR_TAIL_CHARS,
+    ERROR_TAIL_LINES,
+    artifact_name,
+    maximal,
+    name_list,
+    names_in,
+)
 from contextengine.context.tokens import count_tokens
 from contextengine.prices import CachePolicy
 from contextengine.session.entries import (
@@ -65,6 +74,7 @@ from contextengine.session.entries import (
 )
 from contextengine.session.log import LogRecord
 from contextengine.session.session import Session
+from contextengine.toolkit.classify import error_tail
 from contextengine.untrusted import JSONObject
 
 # Every later request reads each stub: it says what and where, and no more.
@@ -215,15 +225,19 @@ class Pruner:
         return prune
 
     def _prune_result(self, index: int, entry: ToolResultEntry, names: _NameIndex) -> PrunedResult:
+        """The result as a stub; a failed one's error stays after it, verbatim (R5.1)."""
         saved = self._saved_copy(index, entry)
+        kept = failure_kept(entry.content) if entry.status != "success" else ""
+        head = entry.content[: len(entry.content) - len(kept)]
+        held = [n for n in names.new(head) if n not in kept]
+        stub = stub_text(len(head), self._externalizer.stub_path(saved), held)
         return PrunedResult(
             index=index,
             call_id=entry.call_id,
             tool_name=entry.tool_name,
-            content=stub_text(
-                len(entry.content), self._externalizer.stub_path(saved), names.new(entry.content)
-            ),
+            content=f"{stub}\n{kept}" if kept else stub,
             full_ref=self._externalizer.session_relative(saved),
+            status=entry.status,
         )
 
     def _prune_call(
@@ -390,14 +404,26 @@ def stub_text(chars: int, path: str, names: Sequence[str]) -> str:
     return f"{head}\n{listed}" if listed else head
 
 
+def failure_kept(content: str) -> str:
+    """The end of a failed result's text that stays when the rest is pruned (R5.1): the
+    error block that ends a saved output's view or a difference, else the text's last lines
+    (back to the start of a stack trace), as a failed output's view keeps them."""
+    if content.endswith("</error>") and (at := content.find("\n<error")) >= 0:
+        return content[at + 1 :]
+    tail = error_tail(content, ERROR_TAIL_LINES, chars=ERROR_TAIL_CHARS).removeprefix("…")
+    at = content.rfind(tail)  # not found: line breaks ``splitlines`` reads alike; keep all
+    return content[at:] if at >= 0 else content
+
+
 def _stub_saving(entry: object, native: bool, calls: bool) -> int:
-    """Tokens stubbing ``entry`` would save: a successful result's, a long user message's
-    middle, or a reply's long text and, where calls are sent as calls (and ``calls``), long
-    arguments (errors stay whole: 0)."""
+    """Tokens stubbing ``entry`` would save: a result's (a failed one's before its error),
+    a long user message's middle, or a reply's long text and, where calls are sent as
+    calls (and ``calls``), long arguments."""
     if isinstance(entry, ToolResultEntry):
+        content = entry.content
         if entry.status != "success":
-            return 0
-        return count_tokens(entry.content) - STUB_ESTIMATE_TOKENS
+            content = content[: len(content) - len(failure_kept(content))]
+        return count_tokens(content) - STUB_ESTIMATE_TOKENS
     if isinstance(entry, UserEntry):
         middle = _user_cut(entry.text)
         if middle is None:

@@ -168,20 +168,30 @@ class SummaryEntry(_Entry):
 
 
 class PrunedResult(_Entry):
-    """One tool result as pruning leaves it: a short stub in place of its content."""
+    """One tool result as pruning leaves it: a short stub in place of its content (a
+    failed one's ending with its error, R5.1)."""
 
     index: int
     call_id: str
     tool_name: str
     content: str
     full_ref: str
+    status: Literal["success", "error"] = "success"
+
+    @model_serializer(mode="wrap")
+    def _omit_success(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # A successful result's stub keeps the line it always had.
+        data: dict[str, object] = handler(self)
+        if self.status == "success":
+            data.pop("status", None)
+        return data
 
     def stand_in(self) -> ToolResultEntry:
         """The tool result this stub stands for, with the stub as its content."""
         return ToolResultEntry(
             call_id=self.call_id,
             tool_name=self.tool_name,
-            status="success",
+            status=self.status,
             content=self.content,
             full_ref=self.full_ref,
         )
