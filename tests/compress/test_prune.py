@@ -402,6 +402,25 @@ def test_a_reopened_session_shows_the_same_pruned_view(tmp_path):
     assert again.rewrite == "prune" and again.epoch == 1
 
 
+def test_a_pruned_failure_is_still_a_failure_after_a_reopen_and_a_success_line_is_as_it_was(
+    tmp_path,
+):
+    folder = tmp_path / "s"
+    session = session_with_steps(folder, [120] * 30, failing=frozenset({2}))
+    p = pruner(session)
+    p.prune(p.decide())
+    session.close()
+    line = json.loads((folder / "session.jsonl").read_text().splitlines()[-1])
+    by_call = {r["call_id"]: r for r in line["entry"]["results"]}
+    assert by_call["c2"]["status"] == "error" and "status" not in by_call["c1"]
+    again = {
+        r.entry.call_id: r.entry.status
+        for r in Session.open(folder).live
+        if isinstance(r.entry, ToolResultEntry)
+    }
+    assert again["c2"] == "error" and again["c1"] == "success"
+
+
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
