@@ -5,13 +5,13 @@ checked and then reopened by name. Symlinks inside the workspace are followed on
 they stay inside it. The engine's own folder ``.contextengine`` and the session folder are
 reserved: the tools can neither list nor search them, and reach only the entries named in
 ``session_access`` (the working-memory files, read and written by path as the prompt
-says, and the artifacts, read only). ``.contextengine/artifacts/<name>`` is a short path to the
-artifact ``<name>`` of the folder ``artifacts`` names, read only: the session's own, or for a
-sub-agent its parent's, so a path the parent was shown opens in the child as it did in the
-parent (the child's own artifacts go by their full path). When sessions live outside the workspace, absolute
-paths under the session folder reach those same entries. ``private`` names further folders
-and files (the session tree's root: every other session and the long-term memory) that no
-tool may list, read or write wherever they sit in the workspace.
+says, and the artifacts, read only). ``.contextengine/artifacts/<name>`` is a short path to
+the artifact ``<name>`` of the folder ``artifacts`` names, read only: the session's own, or
+for a sub-agent its parent's, so a path the parent was shown opens in the child as it did in
+the parent (the child's own artifacts go by their full path). When sessions live outside the
+workspace, absolute paths under the session folder reach those same entries. ``private``
+names further folders and files (the session tree's root: every other session and the
+long-term memory) that no tool may list, read or write wherever they sit in the workspace.
 """
 
 from __future__ import annotations
