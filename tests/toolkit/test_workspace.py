@@ -86,17 +86,23 @@ def test_display_sees_through_a_symlinked_root(tmp_path: Path) -> None:
     assert ws.display(tmp_path / "alias" / "x.txt") == "x.txt"
 
 
+def two_sessions(tmp_path: Path, inside: bool, first: str, second: str) -> tuple[Path, Path]:
+    """Two sessions of the workspace ``tmp_path/ws``, in it or beside it, each with an
+    artifact ``3-Bash.txt`` naming its session and the first with a plan."""
+    sessions = tmp_path / "ws" / ".contextengine" / "sessions" if inside else tmp_path / "state"
+    for name in (first, second):
+        (sessions / name / "artifacts").mkdir(parents=True)
+        (sessions / name / "artifacts" / "3-Bash.txt").write_text(f"{name}'s")
+    (sessions / first / "task_plan.md").write_text(f"# {first}'s plan")
+    return sessions / first, sessions / second
+
+
 @pytest.mark.parametrize("inside", [True, False], ids=["session inside", "session outside"])
 def test_the_artifacts_alias_opens_this_sessions_artifacts_read_only(
     tmp_path: Path, inside: bool
 ) -> None:
     root = tmp_path / "ws"
-    sessions = root / ".contextengine" / "sessions" if inside else tmp_path / "state"
-    mine, other = sessions / "abc", sessions / "xyz"
-    for session, text in ((mine, "mine"), (other, "other's")):
-        (session / "artifacts").mkdir(parents=True)
-        (session / "artifacts" / "3-Bash.txt").write_text(text)
-    (mine / "task_plan.md").write_text("# plan")
+    mine, _ = two_sessions(tmp_path, inside, "abc", "xyz")
     ws = Workspace(root, session_dir=mine, session_access={"artifacts": "read"})
     saved = mine / "artifacts" / "3-Bash.txt"
 
@@ -136,17 +142,12 @@ def test_a_sub_agents_alias_opens_its_parents_artifacts_and_its_own_go_by_full_p
     tmp_path: Path, inside: bool
 ) -> None:
     root = tmp_path / "ws"
-    sessions = root / ".contextengine" / "sessions" if inside else tmp_path / "state"
-    parent, child = sessions / "parent", sessions / "child"
-    for session, text in ((parent, "parent's"), (child, "child's")):
-        (session / "artifacts").mkdir(parents=True)
-        (session / "artifacts" / "3-Bash.txt").write_text(text)
-    (parent / "task_plan.md").write_text("# the parent's plan")
+    parent, child = two_sessions(tmp_path, inside, "parent", "child")
     ws = Workspace(
         root,
         session_dir=child,
         session_access={"artifacts": "read"},
-        private=[sessions],
+        private=[parent.parent],
         artifacts=parent / "artifacts",
     )
 
