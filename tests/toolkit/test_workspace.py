@@ -86,23 +86,28 @@ def test_display_sees_through_a_symlinked_root(tmp_path: Path) -> None:
     assert ws.display(tmp_path / "alias" / "x.txt") == "x.txt"
 
 
-def two_sessions(tmp_path: Path, inside: bool, first: str, second: str) -> tuple[Path, Path]:
-    """Two sessions of the workspace ``tmp_path/ws``, in it or beside it, each with an
-    artifact ``3-Bash.txt`` naming its session and the first with a plan."""
-    sessions = tmp_path / "ws" / ".contextengine" / "sessions" if inside else tmp_path / "state"
+@pytest.fixture(params=[True, False], ids=["session inside", "session outside"])
+def inside(request: pytest.FixtureRequest) -> bool:
+    """Whether the sessions live inside the workspace (the default) or beside it."""
+    return bool(request.param)
+
+
+def two_sessions(tmp_path: Path, inside: bool, first: str, second: str) -> tuple[Path, ...]:
+    """The workspace ``tmp_path/ws`` and two of its sessions, in it or beside it, each with
+    an artifact ``3-Bash.txt`` naming its session, the first with a plan."""
+    root = tmp_path / "ws"
+    sessions = root / ".contextengine" / "sessions" if inside else tmp_path / "state"
     for name in (first, second):
         (sessions / name / "artifacts").mkdir(parents=True)
         (sessions / name / "artifacts" / "3-Bash.txt").write_text(f"{name}'s")
     (sessions / first / "task_plan.md").write_text(f"# {first}'s plan")
-    return sessions / first, sessions / second
+    return root, sessions / first, sessions / second
 
 
-@pytest.mark.parametrize("inside", [True, False], ids=["session inside", "session outside"])
 def test_the_artifacts_alias_opens_this_sessions_artifacts_read_only(
     tmp_path: Path, inside: bool
 ) -> None:
-    root = tmp_path / "ws"
-    mine, _ = two_sessions(tmp_path, inside, "abc", "xyz")
+    root, mine, _ = two_sessions(tmp_path, inside, "abc", "xyz")
     ws = Workspace(root, session_dir=mine, session_access={"artifacts": "read"})
     saved = mine / "artifacts" / "3-Bash.txt"
 
@@ -137,12 +142,10 @@ def test_a_path_that_is_not_a_session_artifact_is_shown_as_display_shows_it(
         without.resolve(".contextengine/artifacts/1-x.txt")
 
 
-@pytest.mark.parametrize("inside", [True, False], ids=["session inside", "session outside"])
 def test_a_sub_agents_alias_opens_its_parents_artifacts_and_its_own_go_by_full_path(
     tmp_path: Path, inside: bool
 ) -> None:
-    root = tmp_path / "ws"
-    parent, child = two_sessions(tmp_path, inside, "parent", "child")
+    root, parent, child = two_sessions(tmp_path, inside, "parent", "child")
     ws = Workspace(
         root,
         session_dir=child,
