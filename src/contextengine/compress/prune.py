@@ -227,8 +227,7 @@ class Pruner:
     def _prune_result(self, index: int, entry: ToolResultEntry, names: _NameIndex) -> PrunedResult:
         """The result as a stub; a failed one's error stays after it, verbatim (R5.1)."""
         saved = self._saved_copy(index, entry)
-        kept = failure_kept(entry.content) if entry.status != "success" else ""
-        head = entry.content[: len(entry.content) - len(kept)]
+        head, kept = _result_cut(entry)
         held = [n for n in names.new(head) if n not in kept]
         stub = stub_text(len(head), self._externalizer.stub_path(saved), held)
         return PrunedResult(
@@ -415,15 +414,19 @@ def failure_kept(content: str) -> str:
     return content[at:] if at >= 0 else content
 
 
+def _result_cut(entry: ToolResultEntry) -> tuple[str, str]:
+    """A result's text as the part a stub stands for and the part that stays after it (a
+    failure's error; nothing of a success)."""
+    kept = failure_kept(entry.content) if entry.status != "success" else ""
+    return entry.content[: len(entry.content) - len(kept)], kept
+
+
 def _stub_saving(entry: object, native: bool, calls: bool) -> int:
     """Tokens stubbing ``entry`` would save: a result's (a failed one's before its error),
     a long user message's middle, or a reply's long text and, where calls are sent as
     calls (and ``calls``), long arguments."""
     if isinstance(entry, ToolResultEntry):
-        content = entry.content
-        if entry.status != "success":
-            content = content[: len(content) - len(failure_kept(content))]
-        return count_tokens(content) - STUB_ESTIMATE_TOKENS
+        return count_tokens(_result_cut(entry)[0]) - STUB_ESTIMATE_TOKENS
     if isinstance(entry, UserEntry):
         middle = _user_cut(entry.text)
         if middle is None:
