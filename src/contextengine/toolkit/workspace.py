@@ -118,7 +118,7 @@ class Workspace:
         with zone.tree.locate(path, parts, mkdir) as spot:
             real = zone.tree.root.joinpath(*spot.parts)
             self._check(zone, spot.parts, access, path)
-            yield Located(spot, self.artifact_path(real), real, zone)
+            yield Located(spot, self._named_as(real, real.parent), real, zone)
 
     def resolve(self, path: str) -> Path:
         """The real path ``path`` leads to (symlinks resolved); raises ``PathRefused``."""
@@ -140,7 +140,12 @@ class Workspace:
     def artifact_path(self, path: Path) -> str:
         """How the tools name ``path``: ``.contextengine/artifacts/<name>`` for a file of
         the ``artifacts`` folder, else as ``display`` shows it."""
-        if self.artifacts is not None and Path(os.path.realpath(path.parent)) == self.artifacts:
+        return self._named_as(path, Path(os.path.realpath(path.parent)))
+
+    def _named_as(self, path: Path, folder: Path) -> str:
+        """``artifact_path`` of ``path``, whose folder resolves to ``folder`` (a walk's end
+        is resolved already: no need to ask the disk again on every tool call)."""
+        if self.artifacts is not None and folder == self.artifacts:
             return "/".join((*ARTIFACTS_ALIAS, path.name))
         return self.display(path)
 
