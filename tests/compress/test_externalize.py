@@ -55,6 +55,17 @@ def test_store_writes_exact_text_under_a_deterministic_name(ext: Externalizer) -
     assert sorted(p.name for p in ext.artifacts_dir.iterdir()) == ["obs-000042-file_read.txt"]
 
 
+def test_stubs_name_an_artifact_by_the_short_path_and_refs_by_the_displayed_one(
+    workspace: Workspace,
+) -> None:
+    ext = Externalizer(
+        workspace.root / "s1" / "artifacts", workspace.display, lambda p: f"short/{p.name}"
+    )
+    assert ext.stub_path_for("obs-7 ls") == "short/obs-7_ls.txt"
+    assert ext.stub_path_for("obs-7 ls") == ext.stub_path(ext.path_for("obs-7 ls"))
+    assert ext.display_path("obs-7 ls") == "s1/artifacts/obs-7_ls.txt"
+
+
 def test_name_hints_are_made_safe(ext: Externalizer) -> None:
     assert ext.path_for("obs-1-mcp/../evil tool").name == "obs-1-mcp_.._evil_tool.txt"
     assert ext.path_for("../..").name == "artifact.txt"

@@ -131,6 +131,10 @@ class Externalizer:
         compressed observation's pointer) names the artifact at ``path``."""
         return self._short(path)
 
+    def stub_path_for(self, name_hint: str) -> str:
+        """``stub_path`` of ``name_hint``'s artifact (saved or not yet)."""
+        return self.stub_path(self.path_for(name_hint))
+
     def session_relative(self, path: Path) -> str:
         """An artifact's path relative to the session folder (``artifacts/<name>``)."""
         return f"{self.artifacts_dir.name}/{path.name}"

@@ -124,7 +124,7 @@ class ObservationProcessor:
                 history = full  # no view, or one about as long as the text: it saves nothing
             live = history
         else:
-            where = self._externalizer.stub_path(self._externalizer.path_for(name))
+            where = self._externalizer.stub_path_for(name)
             compressed = compress(
                 tool_name, arguments, outcome, full_ref=where, compressor=compressor
             )
@@ -211,7 +211,7 @@ class ObservationProcessor:
         if base is None:
             return None
         title = _title(base.tool_name, base.call.arguments_or_empty() if base.call else {})
-        where = self._externalizer.stub_path(self._externalizer.path_for(name))
+        where = self._externalizer.stub_path_for(name)
         error = _error_block(outcome)
         if error and base.failed:
             error = [SAME_FAILURE]

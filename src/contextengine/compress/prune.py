@@ -257,11 +257,7 @@ class Pruner:
                     tries += 1
                     name = f"{index}-{position}-{tries}-{where}"
                 held = names.new(value)
-                text = stub_text(
-                    len(value),
-                    self._externalizer.stub_path(self._externalizer.path_for(name)),
-                    held,
-                )
+                text = stub_text(len(value), self._externalizer.stub_path_for(name), held)
                 if len(text) > len(value) * STUB_MAX_SHARE:
                     return value  # a stub about as long as the value saves nothing
                 saved = self._externalizer.save(name, value)
